@@ -1,0 +1,49 @@
+# Flotilla: `make up` runs a local fleet with Temporal, its Web UI, the worker and an example GitRepo;
+# `make test` runs every test on real components. Third-party tools are built once into a cache outside
+# the checkout (FLOTILLA_TOOLS_CACHE, default ~/.cache/flotilla/tools) and linked into bin/.
+SHELL := /bin/bash
+GO ?= go
+TEST_TIMEOUT ?= 40m
+export CGO_ENABLED ?= 0
+
+.PHONY: all tools build up down test unit e2e vet lint clean
+
+all: build
+
+tools:
+	@hack/build-tools.sh
+
+bin/flotilla-worker bin/flotilla bin/flotilla-dev: FORCE
+	@mkdir -p bin
+	$(GO) build -trimpath -o bin/flotilla-worker ./worker
+	$(GO) build -trimpath -o bin/flotilla ./starter
+	$(GO) build -trimpath -o bin/flotilla-dev ./cmd/flotilla-dev
+
+build: bin/flotilla-worker
+FORCE:
+
+## up: start three local clusters (dev, test, prod), Temporal with its Web UI on 127.0.0.1:8233,
+## the worker, an example git repository and GitRepo; wait until every cluster is Ready.
+up: tools build
+	bin/flotilla-dev up
+
+## down: stop exactly the processes `make up` started, by PID.
+down:
+	@if [ -x bin/flotilla-dev ]; then bin/flotilla-dev down; else echo "nothing to stop (bin/flotilla-dev missing)"; fi
+
+vet:
+	$(GO) vet ./...
+
+## lint: determinism check of workflow code.
+lint: tools
+	bin/workflowcheck ./workflows/...
+
+unit:
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v /tests)
+
+## test: everything, on real components (Temporal dev server, kube-apiservers with kwok, git).
+test: tools build vet lint
+	FLOTILLA_BIN=$(CURDIR)/bin $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+clean:
+	rm -rf bin .run

@@ -1,0 +1,443 @@
+// Package activities holds every side effect of Flotilla's workflows: git, rendering, Helm and
+// Kubernetes calls, and reads of the inventory. Activities are idempotent: a retry after a worker
+// crash observes first and does only what is still missing.
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.uber.org/zap"
+
+	"github.com/flotilla-gitops/flotilla/agentclient"
+	"github.com/flotilla-gitops/flotilla/fleet"
+	"github.com/flotilla-gitops/flotilla/fleet/bundle"
+	"github.com/flotilla-gitops/flotilla/fleet/target"
+	"github.com/flotilla-gitops/flotilla/internal/gitcache"
+	"github.com/flotilla-gitops/flotilla/inventory"
+)
+
+// Activities holds the worker's dependencies; workflows reference its methods through a nil pointer.
+type Activities struct {
+	Git       *gitcache.Cache
+	Clusters  *agentclient.Pool
+	Inventory InventoryReader
+	// Temporal lists cluster workflows (visibility); it may be nil in tests that do not call ListClusterWorkflows.
+	Temporal client.Client
+	Log      *zap.Logger
+	// BundleConcurrency bounds parallel bundle work within one cluster (default 8).
+	BundleConcurrency int
+
+	renders renderCache
+}
+
+// Poll resolves the commit to deploy and reads the inventory generation: one ls-remote, no clone.
+func (a *Activities) Poll(ctx context.Context, in PollInput) (PollResult, error) {
+	commit, err := a.Git.Resolve(ctx, in.Repo, in.Branch, in.Revision, in.ClientSecretName)
+	if err != nil {
+		var nf *gitcache.NotFoundError
+		if errors.As(err, &nf) {
+			return PollResult{}, temporal.NewApplicationError(err.Error(), "RevisionNotFound")
+		}
+		return PollResult{}, temporal.NewApplicationError(err.Error(), "GitError")
+	}
+	inv, err := a.Inventory.Read(ctx)
+	if err != nil {
+		return PollResult{}, fmt.Errorf("reading the cluster inventory: %w", err)
+	}
+	return PollResult{Commit: commit, InventoryGeneration: inv.Generation}, nil
+}
+
+// Plan discovers bundles at a commit and computes which clusters each targets. A bundle whose fleet.yaml
+// does not load still goes to every cluster the GitRepo targets, so the error shows on each of them.
+func (a *Activities) Plan(ctx context.Context, in PlanInput) (Plan, error) {
+	if err := target.Validate(in.Targets); err != nil {
+		return Plan{}, temporal.NewNonRetryableApplicationError("spec.targets: "+err.Error(), "InvalidTargets", nil)
+	}
+	dir, err := a.Git.Checkout(ctx, in.Repo, in.Commit, in.ClientSecretName)
+	if err != nil {
+		return Plan{}, temporal.NewApplicationError(err.Error(), "GitError")
+	}
+	refs, err := bundle.Discover(dir, in.GitRepo, in.Paths)
+	if err != nil {
+		return Plan{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBundle, nil)
+	}
+	inv, err := a.Inventory.Read(ctx)
+	if err != nil {
+		return Plan{}, fmt.Errorf("reading the cluster inventory: %w", err)
+	}
+	plan := Plan{Commit: in.Commit, InventoryGeneration: inv.Generation, Clusters: []PlannedCluster{}}
+	targets := make([][]fleet.GitTarget, len(refs))
+	for i, ref := range refs {
+		plan.Bundles = append(plan.Bundles, BundleRef{Name: ref.Name, Path: ref.Path})
+		targets[i] = in.Targets
+		if b, err := bundle.Load(dir, ref); err == nil && len(b.FleetYAML.OverrideTargets) > 0 {
+			targets[i] = b.FleetYAML.OverrideTargets
+		}
+	}
+	for _, c := range inv.Clusters {
+		info := inv.Info(c)
+		pc := PlannedCluster{Name: c.Metadata.Name, Digest: inventory.Digest(c, info.Groups), Paused: c.Spec.Paused}
+		for i := range refs {
+			if target.Matches(targets[i], info) {
+				pc.Bundles = append(pc.Bundles, i)
+			}
+		}
+		if len(pc.Bundles) > 0 {
+			plan.Clusters = append(plan.Clusters, pc)
+		}
+	}
+	sort.Slice(plan.Clusters, func(i, j int) bool { return plan.Clusters[i].Name < plan.Clusters[j].Name })
+	return plan, nil
+}
+
+// clusterHandle is what observe and apply need for one cluster.
+type clusterHandle struct {
+	info   fleet.ClusterInfo
+	client *agentclient.Client
+	dir    string
+	digest string
+}
+
+func (a *Activities) handle(ctx context.Context, t ClusterTarget) (*clusterHandle, error) {
+	inv, err := a.Inventory.Read(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the cluster inventory: %w", err)
+	}
+	c, ok := inv.Cluster(t.Cluster)
+	if !ok {
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("cluster %q is not in the inventory", t.Cluster), "UnknownCluster", nil)
+	}
+	info := inv.Info(c)
+	cl, err := a.Clusters.Get(agentclient.Config{KubeconfigPath: c.Spec.KubeConfigPath, Context: c.Spec.KubeConfigContext})
+	if err != nil {
+		return nil, temporal.NewApplicationError(fmt.Sprintf("cluster %q: %v", t.Cluster, err), ErrTypeUnreachable)
+	}
+	if err := cl.Ping(ctx); err != nil {
+		return nil, temporal.NewApplicationError(fmt.Sprintf("cluster %q unreachable: %v", t.Cluster, err), ErrTypeUnreachable)
+	}
+	dir, err := a.Git.Checkout(ctx, t.Repo, t.Commit, t.ClientSecretName)
+	if err != nil {
+		return nil, temporal.NewApplicationError(err.Error(), "GitError")
+	}
+	return &clusterHandle{info: info, client: cl, dir: dir, digest: inventory.Digest(c, info.Groups)}, nil
+}
+
+// Observe renders each bundle for the cluster and reads its release and, if asked, the objects it owns.
+// Render errors are per bundle: one broken bundle never hides the others.
+func (a *Activities) Observe(ctx context.Context, in ObserveInput) (Observation, error) {
+	h, err := a.handle(ctx, in.Target)
+	if err != nil {
+		return Observation{}, err
+	}
+	obs := Observation{Bundles: make([]BundleObservation, len(in.Target.Bundles))}
+	err = a.forEach(ctx, len(in.Target.Bundles), func(i int) error {
+		o, err := a.observeBundle(ctx, h, in.Target, in.Target.Bundles[i], in.Resources)
+		obs.Bundles[i] = o
+		return err
+	})
+	if err != nil {
+		return Observation{}, a.clusterError(in.Target.Cluster, err)
+	}
+	obs.CheckedAt = time.Now()
+	return obs, nil
+}
+
+func (a *Activities) observeBundle(ctx context.Context, h *clusterHandle, t ClusterTarget, ref BundleRef, resources bool) (BundleObservation, error) {
+	o := BundleObservation{Bundle: ref.Name}
+	rel, err := a.render(h, t, ref)
+	if err != nil {
+		o.Error, o.ErrorType = err.Error(), renderErrorType(err)
+		return o, nil
+	}
+	o.ReleaseName, o.Namespace, o.Deploy, o.DesiredID = rel.Name, rel.Namespace, rel.Deploy, rel.DeploymentID
+	st, err := h.client.Observe(ctx, rel.Namespace, rel.Name)
+	if err != nil {
+		return o, err
+	}
+	o.Release = ReleaseInfo{Exists: st.Exists, Status: st.Status, Revision: st.Revision, DeploymentID: st.DeploymentID, Description: st.Description}
+	if resources && st.Exists && st.Status == "deployed" {
+		objs, err := h.client.CheckRelease(ctx, rel.Namespace, rel.Name)
+		if err != nil {
+			return o, err
+		}
+		o.Resources = summarizeObjects(objs)
+	}
+	return o, nil
+}
+
+// Apply performs the decided release actions. Each action first re-checks that the bundle still renders
+// to the expected deployment ID and that the release does not already hold it, so a retry after a crash
+// never adds a Helm revision.
+func (a *Activities) Apply(ctx context.Context, in ApplyInput) (ApplyResult, error) {
+	h, err := a.handle(ctx, in.Target)
+	if err != nil {
+		return ApplyResult{}, err
+	}
+	stop := heartbeatEvery(ctx, 5*time.Second)
+	defer stop()
+	res := ApplyResult{Bundles: make([]BundleApplyResult, len(in.Actions))}
+	refs := map[string]BundleRef{}
+	for _, r := range in.Target.Bundles {
+		refs[r.Name] = r
+	}
+	err = a.forEach(ctx, len(in.Actions), func(i int) error {
+		r, err := a.applyBundle(ctx, h, in.Target, refs[in.Actions[i].Bundle], in.Actions[i])
+		res.Bundles[i] = r
+		return err
+	})
+	if err != nil {
+		return ApplyResult{}, a.clusterError(in.Target.Cluster, err)
+	}
+	return res, nil
+}
+
+func (a *Activities) applyBundle(ctx context.Context, h *clusterHandle, t ClusterTarget, ref BundleRef, act BundleAction) (BundleApplyResult, error) {
+	out := BundleApplyResult{Bundle: act.Bundle}
+	log := a.logger().With(zap.String("cluster", t.Cluster), zap.String("bundle", act.Bundle), zap.String("action", act.Action))
+	rel, err := a.render(h, t, ref)
+	if err != nil {
+		out.Error, out.ErrorType = err.Error(), renderErrorType(err)
+		return out, nil
+	}
+	if rel.DeploymentID != act.ExpectedID {
+		out.Error, out.ErrorType = "desired state changed since it was observed", ErrTypeStale
+		return out, nil
+	}
+	st, err := h.client.Observe(ctx, rel.Namespace, rel.Name)
+	if err != nil {
+		return out, err
+	}
+	action := act.Action
+	if action == ActionRecover {
+		if err := h.client.DiscardPending(ctx, rel.Namespace, rel.Name); err != nil {
+			return a.applyFailure(out, err)
+		}
+		if st, err = h.client.Observe(ctx, rel.Namespace, rel.Name); err != nil {
+			return out, err
+		}
+		action = ActionUpgrade
+	}
+	if action != ActionRollback && st.Exists && st.Status == "deployed" && st.DeploymentID == act.ExpectedID {
+		out.Skipped, out.Revision = true, st.Revision
+		return out, nil
+	}
+	if action == ActionRollback {
+		rev, err := h.client.Rollback(ctx, rel.Namespace, rel.Name, 0, act.Force, maxHistory(rel.Options))
+		if err != nil {
+			return a.applyFailure(out, err)
+		}
+		log.Info("drift corrected", zap.Int("revision", rev))
+		out.Revision = rev
+		return out, nil
+	}
+	req := agentclient.ApplyRequest{
+		Name: rel.Name, Namespace: rel.Namespace, Chart: rel.Chart, Values: rel.Values, PostRenderer: rel.PostRenderer,
+		Labels: map[string]string{
+			LabelDeploymentID: rel.DeploymentID, LabelGitRepo: t.GitRepo, LabelBundle: rel.Bundle,
+			LabelCluster: t.Cluster, LabelCommit: shortSHA(t.Commit),
+		},
+		CreateNamespace: true,
+		MaxHistory:      maxHistory(rel.Options),
+		Description:     fmt.Sprintf("flotilla: gitrepo %s commit %s", t.GitRepo, shortSHA(t.Commit)),
+	}
+	if hopts := rel.Options.Helm; hopts != nil {
+		req.Force, req.TakeOwnership, req.Atomic, req.WaitForJobs = hopts.Force, hopts.TakeOwnership, hopts.Atomic, hopts.WaitForJobs
+		if hopts.TimeoutSeconds > 0 {
+			req.Timeout, req.Wait = time.Duration(hopts.TimeoutSeconds)*time.Second, true
+		}
+	}
+	if cd := rel.Options.CorrectDrift; cd != nil && cd.Force {
+		req.Force = true
+	}
+	var r agentclient.ApplyResult
+	if st.Exists {
+		r, err = h.client.Upgrade(ctx, req)
+	} else {
+		r, err = h.client.Install(ctx, req)
+	}
+	if err != nil {
+		return a.applyFailure(out, err)
+	}
+	log.Info("release applied", zap.String("release", rel.Name), zap.Int("revision", r.Revision))
+	out.Revision = r.Revision
+	return out, nil
+}
+
+// applyFailure keeps a failed action on its bundle, except a lost cluster, which fails the activity so
+// the whole cluster is retried.
+func (a *Activities) applyFailure(out BundleApplyResult, err error) (BundleApplyResult, error) {
+	if agentclient.IsUnreachable(err) {
+		return out, err
+	}
+	out.Error = err.Error()
+	out.ErrorType = ErrTypeApply
+	if agentclient.IsInvalid(err) {
+		out.ErrorType = ErrTypeInvalid
+	}
+	return out, nil
+}
+
+// Uninstall removes a GitRepo's releases from a cluster, except those listed in Keep.
+func (a *Activities) Uninstall(ctx context.Context, in UninstallInput) (UninstallResult, error) {
+	inv, err := a.Inventory.Read(ctx)
+	if err != nil {
+		return UninstallResult{}, fmt.Errorf("reading the cluster inventory: %w", err)
+	}
+	c, ok := inv.Cluster(in.Cluster)
+	if !ok {
+		// The cluster left the inventory; there is nothing we can reach to uninstall from.
+		return UninstallResult{}, nil
+	}
+	cl, err := a.Clusters.Get(agentclient.Config{KubeconfigPath: c.Spec.KubeConfigPath, Context: c.Spec.KubeConfigContext})
+	if err != nil {
+		return UninstallResult{}, temporal.NewApplicationError(fmt.Sprintf("cluster %q: %v", in.Cluster, err), ErrTypeUnreachable)
+	}
+	rels, err := cl.ListReleases(ctx, map[string]string{LabelGitRepo: in.GitRepo})
+	if err != nil {
+		return UninstallResult{}, a.clusterError(in.Cluster, err)
+	}
+	keep := map[string]bool{}
+	for _, k := range in.Keep {
+		keep[k] = true
+	}
+	var res UninstallResult
+	for _, r := range rels {
+		if keep[r.Labels[LabelBundle]] {
+			continue
+		}
+		if err := cl.Uninstall(ctx, r.Namespace, r.Name, in.KeepResources); err != nil {
+			return res, a.clusterError(in.Cluster, err)
+		}
+		res.Removed = append(res.Removed, r.Namespace+"/"+r.Name)
+		activity.RecordHeartbeat(ctx, len(res.Removed))
+	}
+	return res, nil
+}
+
+// ListClusterWorkflows lists the running cluster workflows of a GitRepo through Temporal's visibility.
+func (a *Activities) ListClusterWorkflows(ctx context.Context, in ListClusterWorkflowsInput) (ListClusterWorkflowsResult, error) {
+	query := fmt.Sprintf("WorkflowType = 'ClusterWorkflow' AND FlotillaGitRepo = '%s' AND ExecutionStatus = 'Running'", in.GitRepo)
+	res := ListClusterWorkflowsResult{Clusters: []string{}}
+	var token []byte
+	for {
+		page, err := a.Temporal.ListWorkflow(ctx, listRequest(query, token))
+		if err != nil {
+			return res, err
+		}
+		for _, e := range page.Executions {
+			if p := e.GetSearchAttributes().GetIndexedFields()["FlotillaCluster"]; p != nil {
+				var name string
+				if err := decodePayload(p, &name); err == nil {
+					res.Clusters = append(res.Clusters, name)
+				}
+			}
+		}
+		token = page.NextPageToken
+		if len(token) == 0 {
+			break
+		}
+	}
+	sort.Strings(res.Clusters)
+	return res, nil
+}
+
+// clusterError turns a cluster-level failure into a retryable, typed error that names the cluster.
+func (a *Activities) clusterError(cluster string, err error) error {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return err
+	}
+	if agentclient.IsUnreachable(err) {
+		return temporal.NewApplicationError(fmt.Sprintf("cluster %q unreachable: %v", cluster, err), ErrTypeUnreachable)
+	}
+	return temporal.NewApplicationError(fmt.Sprintf("cluster %q: %v", cluster, err), ErrTypeApply)
+}
+
+func (a *Activities) forEach(ctx context.Context, n int, fn func(i int) error) error {
+	limit := a.BundleConcurrency
+	if limit <= 0 {
+		limit = 8
+	}
+	sem := make(chan struct{}, limit)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := fn(i); err != nil {
+				mu.Lock()
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+			}
+		}(i)
+	}
+	wg.Wait()
+	return first
+}
+
+func (a *Activities) logger() *zap.Logger {
+	if a.Log == nil {
+		return zap.NewNop()
+	}
+	return a.Log
+}
+
+// heartbeatEvery keeps a long activity alive and lets cancellation reach it.
+func heartbeatEvery(ctx context.Context, d time.Duration) func() {
+	if !activity.IsActivity(ctx) {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+func maxHistory(o fleet.BundleDeploymentOptions) int {
+	if o.Helm != nil && o.Helm.MaxHistory > 0 {
+		return o.Helm.MaxHistory
+	}
+	return 5
+}
+
+func shortSHA(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
+}
+
+// Release labels: how Flotilla finds and owns its releases.
+const (
+	LabelDeploymentID = "flotilla.dev/deployment-id"
+	LabelGitRepo      = "flotilla.dev/gitrepo"
+	LabelBundle       = "flotilla.dev/bundle"
+	LabelCluster      = "flotilla.dev/cluster"
+	LabelCommit       = "flotilla.dev/commit"
+)

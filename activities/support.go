@@ -1,0 +1,179 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/flotilla-gitops/flotilla/agentclient"
+	"github.com/flotilla-gitops/flotilla/fleet/bundle"
+	"github.com/flotilla-gitops/flotilla/fleet/render"
+	"github.com/flotilla-gitops/flotilla/fleet/safepath"
+	"github.com/flotilla-gitops/flotilla/fleet/tmpl"
+	"github.com/flotilla-gitops/flotilla/inventory"
+)
+
+// InventoryReader reads the current cluster inventory.
+type InventoryReader interface {
+	Read(ctx context.Context) (inventory.Inventory, error)
+}
+
+// TemporalInventory reads the inventory by querying InventoryWorkflow.
+type TemporalInventory struct {
+	Client client.Client
+}
+
+// Read implements InventoryReader. No inventory workflow yet means no clusters were ever registered;
+// any other failure is an error, never an empty inventory.
+func (t TemporalInventory) Read(ctx context.Context) (inventory.Inventory, error) {
+	v, err := t.Client.QueryWorkflow(ctx, inventory.WorkflowID, "", inventory.QueryInventory)
+	if err != nil {
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			return inventory.Inventory{}, nil
+		}
+		return inventory.Inventory{}, err
+	}
+	var inv inventory.Inventory
+	if err := v.Get(&inv); err != nil {
+		return inventory.Inventory{}, err
+	}
+	return inv, nil
+}
+
+// renderCache keeps the last rendering of each (commit, bundle, cluster entry): idle checks and the
+// observe-then-apply pair render once, and a changed cluster entry or commit misses the cache.
+type renderCache struct {
+	mu      sync.Mutex
+	entries map[string]renderEntry
+}
+
+type renderEntry struct {
+	rel  *render.Release
+	used time.Time
+}
+
+const renderCacheSize = 4096
+
+func (a *Activities) render(h *clusterHandle, t ClusterTarget, ref BundleRef) (*render.Release, error) {
+	key := strings.Join([]string{h.dir, ref.Path, ref.Name, t.GitRepo, h.info.Name, h.digest,
+		t.Options.TargetNamespace, fmt.Sprint(t.Options.KeepResources, t.Options.ForceSyncGeneration)}, "\x00")
+	c := &a.renders
+	c.mu.Lock()
+	if e, ok := c.entries[key]; ok {
+		e.used = time.Now()
+		c.entries[key] = e
+		c.mu.Unlock()
+		return e.rel, nil
+	}
+	c.mu.Unlock()
+	b, err := bundle.Load(h.dir, bundle.Ref{Name: ref.Name, Path: ref.Path})
+	if err != nil {
+		return nil, fmt.Errorf("bundle %q: %w", ref.Name, err)
+	}
+	rel, err := render.ForCluster(render.Input{
+		RepoRoot: h.dir, Bundle: b, Cluster: h.info, GitRepo: t.GitRepo, Commit: t.Commit,
+		TargetNamespace: t.Options.TargetNamespace, KeepResources: t.Options.KeepResources, CorrectDrift: t.Options.CorrectDrift,
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil {
+		c.entries = map[string]renderEntry{}
+	}
+	if len(c.entries) >= renderCacheSize {
+		c.evictOldest()
+	}
+	c.entries[key] = renderEntry{rel: rel, used: time.Now()}
+	return rel, nil
+}
+
+func (c *renderCache) evictOldest() {
+	type kv struct {
+		k string
+		t time.Time
+	}
+	all := make([]kv, 0, len(c.entries))
+	for k, e := range c.entries {
+		all = append(all, kv{k, e.used})
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].t.Before(all[j].t) })
+	for _, e := range all[:len(all)/4+1] {
+		delete(c.entries, e.k)
+	}
+}
+
+func renderErrorType(err error) string {
+	var te *tmpl.TemplateError
+	if errors.As(err, &te) {
+		return ErrTypeTemplate
+	}
+	var ee *safepath.EscapeError
+	if errors.As(err, &ee) {
+		return ErrTypeBundle
+	}
+	return ErrTypeBundle
+}
+
+// summarizeObjects counts a release's objects by state, with at most ten short non-ready entries, worst first.
+func summarizeObjects(objs []agentclient.ObjectStatus) ResourceSummary {
+	s := ResourceSummary{Checked: true}
+	rank := map[string]int{"missing": 0, "modified": 1, "notReady": 2, "unknown": 3}
+	var bad []agentclient.ObjectStatus
+	for _, o := range objs {
+		s.Counts.DesiredReady++
+		switch o.State {
+		case "ready":
+			s.Counts.Ready++
+			continue
+		case "notReady":
+			s.Counts.NotReady++
+		case "missing":
+			s.Counts.Missing++
+		case "modified":
+			s.Counts.Modified++
+		default:
+			s.Counts.Unknown++
+		}
+		bad = append(bad, o)
+	}
+	sort.SliceStable(bad, func(i, j int) bool { return rank[bad[i].State] < rank[bad[j].State] })
+	for _, o := range bad {
+		if len(s.NonReady) == 10 {
+			break
+		}
+		entry := fmt.Sprintf("%s %s %s", strings.ToLower(o.Ref.Kind), objectName(o.Ref), o.State)
+		if o.Message != "" && o.State != "missing" {
+			entry += ": " + o.Message
+		}
+		s.NonReady = append(s.NonReady, entry)
+	}
+	return s
+}
+
+func objectName(r agentclient.ObjectRef) string {
+	if r.Namespace == "" {
+		return r.Name
+	}
+	return r.Namespace + "/" + r.Name
+}
+
+func listRequest(query string, token []byte) *workflowservice.ListWorkflowExecutionsRequest {
+	return &workflowservice.ListWorkflowExecutionsRequest{Query: query, NextPageToken: token, PageSize: 1000}
+}
+
+func decodePayload(p *commonpb.Payload, v any) error {
+	return converter.GetDefaultDataConverter().FromPayload(p, v)
+}

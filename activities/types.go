@@ -1,0 +1,219 @@
+package activities
+
+import (
+	"time"
+
+	"github.com/flotilla-gitops/flotilla/fleet"
+)
+
+// Inputs and results are references and small summaries: rendered manifests, chart bytes and kubeconfig
+// contents never travel through Temporal (payload limits, and credentials must stay out of history).
+
+// BundleRef names a bundle folder in the repository.
+type BundleRef struct {
+	Name string `json:"name"`
+	Path string `json:"path"`
+}
+
+// PollInput asks which commit a GitRepo should deploy now.
+type PollInput struct {
+	GitRepo          string `json:"gitRepo"`
+	Repo             string `json:"repo"`
+	Branch           string `json:"branch,omitempty"`
+	Revision         string `json:"revision,omitempty"`
+	ClientSecretName string `json:"clientSecretName,omitempty"`
+}
+
+// PollResult is the commit to deploy and the inventory generation, so the workflow re-plans only on change.
+type PollResult struct {
+	Commit              string `json:"commit"`
+	InventoryGeneration int64  `json:"inventoryGeneration"`
+}
+
+// PlanInput asks for the bundles of a commit and the clusters each one targets.
+type PlanInput struct {
+	GitRepo          string            `json:"gitRepo"`
+	Repo             string            `json:"repo"`
+	Commit           string            `json:"commit"`
+	ClientSecretName string            `json:"clientSecretName,omitempty"`
+	Paths            []string          `json:"paths,omitempty"`
+	Targets          []fleet.GitTarget `json:"targets,omitempty"`
+}
+
+// Plan is the outcome of discovery and targeting for one commit against the current inventory.
+type Plan struct {
+	Commit              string      `json:"commit"`
+	InventoryGeneration int64       `json:"inventoryGeneration"`
+	Bundles             []BundleRef `json:"bundles"`
+	// Clusters are the targeted clusters, sorted by name; each lists indexes into Bundles.
+	Clusters []PlannedCluster `json:"clusters"`
+}
+
+// PlannedCluster is one targeted cluster and the bundles it receives.
+type PlannedCluster struct {
+	Name    string `json:"name"`
+	Bundles []int  `json:"bundles"`
+	// Digest changes whenever the cluster's inventory entry (labels, values, kubeconfig reference) changes.
+	Digest string `json:"digest"`
+	Paused bool   `json:"paused,omitempty"`
+}
+
+// DeployOptions are the GitRepo-level options a cluster workflow applies bundles with.
+type DeployOptions struct {
+	TargetNamespace     string              `json:"targetNamespace,omitempty"`
+	KeepResources       bool                `json:"keepResources,omitempty"`
+	CorrectDrift        *fleet.CorrectDrift `json:"correctDrift,omitempty"`
+	ForceSyncGeneration int64               `json:"forceSyncGeneration,omitempty"`
+}
+
+// ClusterTarget is what one cluster should run for one GitRepo.
+type ClusterTarget struct {
+	GitRepo          string        `json:"gitRepo"`
+	Cluster          string        `json:"cluster"`
+	ClusterDigest    string        `json:"clusterDigest"`
+	Repo             string        `json:"repo"`
+	Commit           string        `json:"commit"`
+	ClientSecretName string        `json:"clientSecretName,omitempty"`
+	Bundles          []BundleRef   `json:"bundles"`
+	Options          DeployOptions `json:"options"`
+}
+
+// ObserveInput asks for the desired and live state of every bundle of a ClusterTarget.
+type ObserveInput struct {
+	Target ClusterTarget `json:"target"`
+	// Resources also reads every object the releases own (readiness, missing, modified).
+	Resources bool `json:"resources"`
+}
+
+// Observation is the state of one cluster's bundles.
+type Observation struct {
+	Bundles   []BundleObservation `json:"bundles"`
+	CheckedAt time.Time           `json:"checkedAt"`
+}
+
+// Error types carried by observations and apply results. Template and validation errors do not heal by retrying.
+const (
+	ErrTypeTemplate    = "TemplateError"
+	ErrTypeBundle      = "BundleError"
+	ErrTypeInvalid     = "InvalidManifest"
+	ErrTypeUnreachable = "ClusterUnreachable"
+	ErrTypeApply       = "ApplyError"
+	ErrTypeStale       = "StaleObservation"
+)
+
+// BundleObservation is the desired and live state of one bundle on one cluster.
+type BundleObservation struct {
+	Bundle      string `json:"bundle"`
+	ReleaseName string `json:"releaseName,omitempty"`
+	Namespace   string `json:"namespace,omitempty"`
+	// Deploy is false when a targetCustomization says doNotDeploy for this cluster.
+	Deploy    bool   `json:"deploy"`
+	DesiredID string `json:"desiredID,omitempty"`
+	// Error is set when the bundle cannot be rendered for this cluster.
+	Error     string          `json:"error,omitempty"`
+	ErrorType string          `json:"errorType,omitempty"`
+	Release   ReleaseInfo     `json:"release"`
+	Resources ResourceSummary `json:"resources"`
+}
+
+// ReleaseInfo is the latest Helm revision of a bundle's release.
+type ReleaseInfo struct {
+	Exists       bool   `json:"exists"`
+	Status       string `json:"status,omitempty"`
+	Revision     int    `json:"revision,omitempty"`
+	DeploymentID string `json:"deploymentID,omitempty"`
+	Description  string `json:"description,omitempty"`
+}
+
+// ResourceSummary counts the objects a release owns by state, with Fleet's key names.
+type ResourceSummary struct {
+	Counts ResourceCounts `json:"counts"`
+	// NonReady holds at most ten short entries such as `configmap seed/cm-5 missing`, worst first.
+	NonReady []string `json:"nonReady,omitempty"`
+	Checked  bool     `json:"checked"`
+}
+
+// ResourceCounts uses Fleet's resourceCounts keys.
+type ResourceCounts struct {
+	DesiredReady int `json:"desiredReady"`
+	Ready        int `json:"ready"`
+	NotReady     int `json:"notReady"`
+	Missing      int `json:"missing"`
+	Modified     int `json:"modified"`
+	Orphaned     int `json:"orphaned"`
+	WaitApplied  int `json:"waitApplied"`
+	Unknown      int `json:"unknown"`
+}
+
+// Add sums counts.
+func (c *ResourceCounts) Add(o ResourceCounts) {
+	c.DesiredReady += o.DesiredReady
+	c.Ready += o.Ready
+	c.NotReady += o.NotReady
+	c.Missing += o.Missing
+	c.Modified += o.Modified
+	c.Orphaned += o.Orphaned
+	c.WaitApplied += o.WaitApplied
+	c.Unknown += o.Unknown
+}
+
+// Release actions decided by the workflow.
+const (
+	ActionInstall  = "install"
+	ActionUpgrade  = "upgrade"
+	ActionRecover  = "recover"  // a pending-* revision left by a killed worker: drop it, then apply
+	ActionRollback = "rollback" // drift correction: re-apply the current revision
+)
+
+// ApplyInput asks to apply the listed bundles of a ClusterTarget.
+type ApplyInput struct {
+	Target  ClusterTarget  `json:"target"`
+	Actions []BundleAction `json:"actions"`
+}
+
+// BundleAction is one decided action, valid only while the bundle still renders to ExpectedID.
+type BundleAction struct {
+	Bundle     string `json:"bundle"`
+	Action     string `json:"action"`
+	ExpectedID string `json:"expectedID"`
+	Force      bool   `json:"force,omitempty"`
+}
+
+// ApplyResult reports every action's outcome; one bundle failing never hides the others.
+type ApplyResult struct {
+	Bundles []BundleApplyResult `json:"bundles"`
+}
+
+// BundleApplyResult is one action's outcome.
+type BundleApplyResult struct {
+	Bundle    string `json:"bundle"`
+	Revision  int    `json:"revision,omitempty"`
+	Skipped   bool   `json:"skipped,omitempty"`
+	Error     string `json:"error,omitempty"`
+	ErrorType string `json:"errorType,omitempty"`
+}
+
+// UninstallInput removes a GitRepo's releases from a cluster.
+type UninstallInput struct {
+	GitRepo       string `json:"gitRepo"`
+	Cluster       string `json:"cluster"`
+	ClusterDigest string `json:"clusterDigest,omitempty"`
+	KeepResources bool   `json:"keepResources,omitempty"`
+	// Keep lists bundles that stay; every other release of this GitRepo on the cluster is removed.
+	Keep []string `json:"keep,omitempty"`
+}
+
+// UninstallResult lists what was removed.
+type UninstallResult struct {
+	Removed []string `json:"removed,omitempty"`
+}
+
+// ListClusterWorkflowsInput asks which cluster workflows of a GitRepo are running.
+type ListClusterWorkflowsInput struct {
+	GitRepo string `json:"gitRepo"`
+}
+
+// ListClusterWorkflowsResult names the clusters whose workflow is running.
+type ListClusterWorkflowsResult struct {
+	Clusters []string `json:"clusters"`
+}

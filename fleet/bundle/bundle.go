@@ -1,0 +1,303 @@
+// Package bundle finds the bundles of a repository checkout and reads their fleet.yaml.
+package bundle
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/flotilla-gitops/flotilla/fleet"
+	"github.com/flotilla-gitops/flotilla/fleet/names"
+	"github.com/flotilla-gitops/flotilla/fleet/safepath"
+)
+
+// Ref names a bundle folder; Path is slash-separated and relative to the repository root ("." for the root).
+type Ref struct {
+	Name string `json:"name"`
+	Path string `json:"path"`
+}
+
+// Bundle is a bundle folder and its fleet.yaml.
+type Bundle struct {
+	Ref
+	FleetYAML    fleet.FleetYAML
+	HasFleetYAML bool
+}
+
+// LoadError locates a fleet.yaml mistake.
+type LoadError struct {
+	File string
+	Line int
+	Err  error
+}
+
+func (e *LoadError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s: line %d: %v", e.File, e.Line, e.Err)
+	}
+	return fmt.Sprintf("%s: %v", e.File, e.Err)
+}
+
+func (e *LoadError) Unwrap() error { return e.Err }
+
+var fleetFiles = []string{"fleet.yaml", "fleet.yml"}
+var markerFiles = []string{"Chart.yaml", "kustomization.yaml", "kustomization.yml", "Kustomization"}
+
+func has(dir string, names []string) string {
+	for _, n := range names {
+		if st, err := os.Stat(filepath.Join(dir, n)); err == nil && !st.IsDir() {
+			return n
+		}
+	}
+	return ""
+}
+
+func hasManifests(dir string) bool {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		ext := strings.ToLower(path.Ext(e.Name()))
+		if !e.IsDir() && (ext == ".yaml" || ext == ".yml" || ext == ".json") {
+			return true
+		}
+	}
+	return false
+}
+
+// Discover lists the bundles under paths (globs allowed; empty means the root), sorted by path.
+// A folder with fleet.yaml is always a bundle; a folder with a chart, a kustomization or manifests is one
+// unless it lies inside another bundle, whose subfolders (templates/, overlays/, bases) belong to it.
+func Discover(root, gitRepoName string, paths []string) ([]Ref, error) {
+	if len(paths) == 0 {
+		paths = []string{"."}
+	}
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var refs []Ref
+	for i, p := range paths {
+		starts, err := expand(realRoot, p)
+		if err != nil {
+			return nil, fmt.Errorf("paths[%d] %q: %w", i, p, err)
+		}
+		for _, start := range starts {
+			err := filepath.WalkDir(start, func(dir string, d fs.DirEntry, err error) error {
+				if err != nil {
+					return err
+				}
+				if !d.IsDir() {
+					return nil
+				}
+				if dir != start && strings.HasPrefix(d.Name(), ".") {
+					return filepath.SkipDir
+				}
+				rel, _ := filepath.Rel(realRoot, dir)
+				rel = filepath.ToSlash(rel)
+				inside := false
+				for q := path.Dir(rel); ; q = path.Dir(q) {
+					if seen[q] {
+						inside = true
+						break
+					}
+					if q == "." || q == "/" {
+						break
+					}
+				}
+				if seen[rel] {
+					return nil
+				}
+				isBundle := has(dir, fleetFiles) != "" || (!inside && (has(dir, markerFiles) != "" || hasManifests(dir)))
+				if isBundle {
+					seen[rel] = true
+					refs = append(refs, Ref{Name: bundleName(realRoot, rel, gitRepoName), Path: rel})
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, fmt.Errorf("paths[%d] %q: %w", i, p, err)
+			}
+		}
+	}
+	sort.Slice(refs, func(i, j int) bool { return refs[i].Path < refs[j].Path })
+	byName := map[string]string{}
+	for _, r := range refs {
+		if other, dup := byName[r.Name]; dup {
+			return nil, fmt.Errorf("bundles %q and %q are both named %q; set distinct names in their fleet.yaml", other, r.Path, r.Name)
+		}
+		byName[r.Name] = r.Path
+	}
+	return refs, nil
+}
+
+// expand resolves one paths entry (a folder or a glob) to folders inside the repository.
+func expand(root, p string) ([]string, error) {
+	p = strings.TrimPrefix(path.Clean("/"+p), "/")
+	if p == "" {
+		p = "."
+	}
+	if _, err := safepath.Join(root, p); err != nil {
+		return nil, err
+	}
+	matches, err := filepath.Glob(filepath.Join(root, filepath.FromSlash(p)))
+	if err != nil {
+		return nil, err
+	}
+	var dirs []string
+	for _, m := range matches {
+		rel, _ := filepath.Rel(root, m)
+		if _, err := safepath.Join(root, filepath.ToSlash(rel)); err != nil {
+			return nil, err
+		}
+		if st, err := os.Stat(m); err == nil && st.IsDir() {
+			dirs = append(dirs, m)
+		}
+	}
+	if len(dirs) == 0 {
+		return nil, errors.New("no such folder in the repository")
+	}
+	sort.Strings(dirs)
+	return dirs, nil
+}
+
+// bundleName is fleet.yaml's name when it can be read, else Fleet's name derived from the path.
+func bundleName(root, rel, gitRepoName string) string {
+	if f := has(filepath.Join(root, filepath.FromSlash(rel)), fleetFiles); f != "" {
+		if data, err := safepath.ReadFile(root, path.Join(rel, f)); err == nil {
+			var head struct {
+				Name string `yaml:"name"`
+			}
+			if yaml.Unmarshal(data, &head) == nil && head.Name != "" {
+				return head.Name
+			}
+		}
+	}
+	if rel == "." {
+		return names.HelmReleaseName(gitRepoName)
+	}
+	return names.HelmReleaseName(gitRepoName + "/" + rel)
+}
+
+// Load reads a bundle's fleet.yaml; mistakes name the file and, where the parser knows it, the line.
+func Load(root string, ref Ref) (*Bundle, error) {
+	b := &Bundle{Ref: ref}
+	dir, err := safepath.Join(root, ref.Path)
+	if err != nil {
+		return nil, err
+	}
+	f := has(dir, fleetFiles)
+	if f == "" {
+		return b, nil
+	}
+	file := path.Join(ref.Path, f)
+	if ref.Path == "." {
+		file = f
+	}
+	data, err := safepath.ReadFile(root, file)
+	if err != nil {
+		return nil, &LoadError{File: file, Err: err}
+	}
+	fy, err := Parse(file, data)
+	if err != nil {
+		return nil, err
+	}
+	b.FleetYAML, b.HasFleetYAML = fy, true
+	return b, nil
+}
+
+// Parse decodes fleet.yaml content.
+func Parse(file string, data []byte) (fleet.FleetYAML, error) {
+	var fy fleet.FleetYAML
+	var node yaml.Node
+	if err := yaml.Unmarshal(data, &node); err != nil {
+		return fy, syntaxError(file, err)
+	}
+	var generic any
+	if err := node.Decode(&generic); err != nil {
+		return fy, syntaxError(file, err)
+	}
+	if generic == nil {
+		return fy, nil
+	}
+	if _, ok := generic.(map[string]any); !ok {
+		return fy, &LoadError{File: file, Line: 1, Err: errors.New("fleet.yaml must be a map of keys such as helm, kustomize, yaml, targetCustomizations")}
+	}
+	js, err := json.Marshal(generic)
+	if err != nil {
+		return fy, &LoadError{File: file, Err: err}
+	}
+	if err := json.Unmarshal(js, &fy); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			field := jsonField(te.Field)
+			return fy, &LoadError{File: file, Line: lineOf(&node, field),
+				Err: fmt.Errorf("%s: cannot be a %s (want %s)", field, te.Value, te.Type)}
+		}
+		return fy, &LoadError{File: file, Err: err}
+	}
+	return fy, nil
+}
+
+func syntaxError(file string, err error) error {
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	line := 0
+	if strings.HasPrefix(msg, "line ") {
+		fmt.Sscanf(msg, "line %d:", &line)
+		if i := strings.Index(msg, ": "); i >= 0 {
+			msg = msg[i+2:]
+		}
+	}
+	return &LoadError{File: file, Line: line, Err: errors.New(msg)}
+}
+
+// lineOf finds the line of a dotted key path (as encoding/json reports it) in a YAML document.
+func lineOf(doc *yaml.Node, field string) int {
+	n := doc
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	line := 0
+	for _, key := range strings.Split(field, ".") {
+		if n.Kind != yaml.MappingNode {
+			break
+		}
+		found := false
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == key {
+				line = n.Content[i].Line
+				n = n.Content[i+1]
+				found = true
+				break
+			}
+		}
+		if !found {
+			break
+		}
+	}
+	return line
+}
+
+// jsonField drops the Go names of embedded structs (BundleDeploymentOptions.helm → helm).
+func jsonField(f string) string {
+	parts := strings.Split(f, ".")
+	out := parts[:0]
+	for _, p := range parts {
+		if p != "" && p[0] >= 'A' && p[0] <= 'Z' {
+			continue
+		}
+		out = append(out, p)
+	}
+	return strings.Join(out, ".")
+}

@@ -1,0 +1,59 @@
+package bundle
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func write(t *testing.T, root string, files map[string]string) {
+	for p, c := range files {
+		full := filepath.Join(root, p)
+		require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
+		require.NoError(t, os.WriteFile(full, []byte(c), 0o644))
+	}
+}
+
+func TestDiscoverFindsBundlesButNotTheirInsides(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, map[string]string{
+		"apps/web/fleet.yaml":                "name: web\n",
+		"apps/web/chart/Chart.yaml":          "apiVersion: v2\nname: web\nversion: 1.0.0\n",
+		"apps/web/chart/templates/cm.yaml":   "kind: ConfigMap\n",
+		"apps/web/overlays/prod/cm.yaml":     "kind: ConfigMap\n",
+		"apps/plain/cm.yaml":                 "kind: ConfigMap\n",
+		"apps/plain/sub/more.yaml":           "kind: ConfigMap\n",
+		"apps/kust/kustomization.yaml":       "resources: [base]\n",
+		"apps/kust/base/kustomization.yaml":  "resources: [d.yaml]\n",
+		"apps/kust/base/d.yaml":              "kind: Deployment\n",
+		"apps/plain/nested/fleet.yaml":       "defaultNamespace: x\n",
+		"apps/broken/fleet.yaml":             "helm: [\n",
+		"docs/readme.md":                     "not a bundle",
+	})
+	refs, err := Discover(root, "repo", []string{"apps/*"})
+	require.NoError(t, err)
+	require.Equal(t, []Ref{
+		{Name: "repo-apps-broken", Path: "apps/broken"},
+		{Name: "repo-apps-kust", Path: "apps/kust"},
+		{Name: "repo-apps-plain", Path: "apps/plain"},
+		{Name: "repo-apps-plain-nested", Path: "apps/plain/nested"},
+		{Name: "web", Path: "apps/web"},
+	}, refs)
+
+	_, err = Discover(root, "repo", []string{"nowhere"})
+	require.ErrorContains(t, err, `paths[0] "nowhere"`)
+}
+
+func TestLoadNamesFileAndLine(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, map[string]string{
+		"a/fleet.yaml": "name: a\nhelm:\n  values:\n    x: [1, 2\n",
+		"b/fleet.yaml": "name: b\nhelm:\n  values: just-a-string\n",
+	})
+	_, err := Load(root, Ref{Name: "a", Path: "a"})
+	require.ErrorContains(t, err, "a/fleet.yaml: line")
+	_, err = Load(root, Ref{Name: "b", Path: "b"})
+	require.ErrorContains(t, err, "b/fleet.yaml: line 3: helm.values")
+}

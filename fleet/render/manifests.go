@@ -1,0 +1,207 @@
+package render
+
+import (
+	"bytes"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	goyaml "go.yaml.in/yaml/v3"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-gitops/flotilla/fleet"
+	"github.com/flotilla-gitops/flotilla/fleet/bundle"
+	"github.com/flotilla-gitops/flotilla/fleet/safepath"
+)
+
+func isManifestFile(name string) bool {
+	switch strings.ToLower(path.Ext(name)) {
+	case ".yaml", ".yml", ".json":
+		return true
+	}
+	return false
+}
+
+// manifests collects a bundle's raw manifests with its yaml.overlays applied: an overlay file at the same
+// relative path replaces the base file; `<name>_patch.yaml` merge-patches `<name>.yaml`.
+func manifests(root string, b *bundle.Bundle, opts fleet.BundleDeploymentOptions, chartDir string) ([]byte, error) {
+	skip := map[string]bool{}
+	if opts.Helm != nil {
+		for _, f := range opts.Helm.ValuesFiles {
+			skip[path.Join(b.Path, f)] = true
+		}
+	}
+	files := map[string][]byte{}
+	var order []string
+	var nested []string
+	err := safepath.WalkFiles(root, b.Path, func(rel string, data []byte) error {
+		local := strings.TrimPrefix(rel, b.Path+"/")
+		if b.Path == "." {
+			local = rel
+		}
+		dir := path.Dir(local)
+		base := path.Base(local)
+		if (base == "fleet.yaml" || base == "fleet.yml") && dir != "." {
+			nested = append(nested, dir+"/")
+		}
+		if base == "Chart.yaml" && dir != "." {
+			nested = append(nested, dir+"/")
+		}
+		if !isManifestFile(local) || base == "fleet.yaml" || base == "fleet.yml" || skip[rel] ||
+			strings.HasPrefix(local, "overlays/") || (chartDir != "" && strings.HasPrefix(rel+"/", chartDir+"/")) {
+			return nil
+		}
+		files[local] = data
+		order = append(order, local)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	inNested := func(f string) bool {
+		for _, n := range nested {
+			if strings.HasPrefix(f, n) {
+				return true
+			}
+		}
+		return false
+	}
+	if opts.YAML != nil {
+		for _, ov := range opts.YAML.Overlays {
+			dir := path.Join(b.Path, "overlays", ov)
+			if !exists(root, dir) {
+				return nil, fmt.Errorf("yaml.overlays %q: no folder %s", ov, dir)
+			}
+			err := safepath.WalkFiles(root, dir, func(rel string, data []byte) error {
+				local := strings.TrimPrefix(rel, dir+"/")
+				if !isManifestFile(local) {
+					return nil
+				}
+				ext := path.Ext(local)
+				stem := strings.TrimSuffix(local, ext)
+				if strings.HasSuffix(stem, "_patch") {
+					target := ""
+					for _, e := range []string{".yaml", ".yml", ".json"} {
+						if _, ok := files[strings.TrimSuffix(stem, "_patch")+e]; ok {
+							target = strings.TrimSuffix(stem, "_patch") + e
+						}
+					}
+					if target == "" {
+						return fmt.Errorf("%s: patches %s, which the bundle does not have", rel, strings.TrimSuffix(stem, "_patch")+ext)
+					}
+					patched, err := mergePatch(files[target], data)
+					if err != nil {
+						return fmt.Errorf("%s: %w", rel, err)
+					}
+					files[target] = patched
+					return nil
+				}
+				if _, ok := files[local]; !ok {
+					order = append(order, local)
+				}
+				files[local] = data
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	sort.Strings(order)
+	var out bytes.Buffer
+	for _, f := range order {
+		if inNested(f) {
+			continue
+		}
+		docs, err := splitDocuments(path.Join(b.Path, f), files[f])
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range docs {
+			out.WriteString("---\n")
+			out.Write(d)
+		}
+	}
+	return out.Bytes(), nil
+}
+
+func mergePatch(base, patch []byte) ([]byte, error) {
+	bj, err := yaml.YAMLToJSON(base)
+	if err != nil {
+		return nil, err
+	}
+	pj, err := yaml.YAMLToJSON(patch)
+	if err != nil {
+		return nil, err
+	}
+	merged, err := jsonpatch.MergePatch(bj, pj)
+	if err != nil {
+		return nil, err
+	}
+	return yaml.JSONToYAML(merged)
+}
+
+// splitDocuments returns the Kubernetes objects of a YAML file; documents without `kind` (values files,
+// notes) are not objects and are skipped. A syntax error names the file and line.
+func splitDocuments(file string, data []byte) ([][]byte, error) {
+	dec := goyaml.NewDecoder(bytes.NewReader(data))
+	var docs [][]byte
+	for {
+		var node goyaml.Node
+		err := dec.Decode(&node)
+		if err != nil {
+			if err.Error() == "EOF" {
+				break
+			}
+			return nil, fmt.Errorf("%s: %s", file, strings.TrimPrefix(err.Error(), "yaml: "))
+		}
+		var obj map[string]any
+		if err := node.Decode(&obj); err != nil {
+			if node.Kind == goyaml.DocumentNode && len(node.Content) > 0 && node.Content[0].Kind != goyaml.MappingNode {
+				continue
+			}
+			return nil, fmt.Errorf("%s: line %d: %w", file, node.Line, err)
+		}
+		if obj == nil || obj["kind"] == nil {
+			continue
+		}
+		if obj["apiVersion"] == nil {
+			return nil, fmt.Errorf("%s: line %d: object of kind %v has no apiVersion", file, node.Line, obj["kind"])
+		}
+		b, err := yaml.Marshal(obj)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		docs = append(docs, b)
+	}
+	return docs, nil
+}
+
+// kustomize builds dir in process, over an in-memory copy of the repository: kustomize can read nothing
+// outside it.
+func kustomize(root, dir string) ([]byte, error) {
+	if !exists(root, dir) {
+		return nil, fmt.Errorf("kustomize.dir %q: no such folder in the repository", dir)
+	}
+	fs := filesys.MakeFsInMemory()
+	err := safepath.WalkFiles(root, ".", func(rel string, data []byte) error {
+		return fs.WriteFile("/repo/"+rel, data)
+	})
+	if err != nil {
+		return nil, err
+	}
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	res, err := k.Run(fs, path.Join("/repo", dir))
+	if err != nil {
+		return nil, fmt.Errorf("kustomize %s: %s", dir, strings.ReplaceAll(err.Error(), "/repo/", ""))
+	}
+	out, err := res.AsYaml()
+	if err != nil {
+		return nil, fmt.Errorf("kustomize %s: %w", dir, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,78 @@
+package render
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	goyaml "go.yaml.in/yaml/v3"
+	"sigs.k8s.io/yaml"
+)
+
+// clusterScoped are well-known kinds that cannot live in a namespace; a forced namespace refuses them.
+var clusterScoped = map[string]bool{
+	"Namespace": true, "ClusterRole": true, "ClusterRoleBinding": true, "CustomResourceDefinition": true,
+	"PersistentVolume": true, "StorageClass": true, "PriorityClass": true, "IngressClass": true,
+	"ValidatingWebhookConfiguration": true, "MutatingWebhookConfiguration": true, "APIService": true,
+	"RuntimeClass": true, "CSIDriver": true, "CSINode": true, "Node": true, "VolumeAttachment": true,
+	"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true, "PodSecurityPolicy": true,
+}
+
+// postRenderer appends the bundle's raw manifests and kustomize output to Helm's output, labels every
+// object with its bundle and GitRepo, and enforces a forced namespace.
+type postRenderer struct {
+	extra          []byte
+	forceNamespace string
+	labels         map[string]string
+}
+
+// Run implements helm's postrender.PostRenderer.
+func (p *postRenderer) Run(rendered *bytes.Buffer) (*bytes.Buffer, error) {
+	var in bytes.Buffer
+	if rendered != nil {
+		in.Write(rendered.Bytes())
+	}
+	in.WriteString("\n---\n")
+	in.Write(p.extra)
+	dec := goyaml.NewDecoder(bytes.NewReader(in.Bytes()))
+	var out bytes.Buffer
+	for {
+		var obj map[string]any
+		if err := dec.Decode(&obj); err != nil {
+			if err.Error() == "EOF" {
+				break
+			}
+			return nil, fmt.Errorf("post-render: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+		}
+		if obj == nil || obj["kind"] == nil {
+			continue
+		}
+		meta, _ := obj["metadata"].(map[string]any)
+		if meta == nil {
+			meta = map[string]any{}
+			obj["metadata"] = meta
+		}
+		kind, _ := obj["kind"].(string)
+		if p.forceNamespace != "" {
+			if clusterScoped[kind] {
+				return nil, fmt.Errorf("%s %v is cluster-scoped and cannot be deployed with a forced namespace %q", strings.ToLower(kind), meta["name"], p.forceNamespace)
+			}
+			meta["namespace"] = p.forceNamespace
+		}
+		labels, _ := meta["labels"].(map[string]any)
+		if labels == nil {
+			labels = map[string]any{}
+		}
+		for k, v := range p.labels {
+			labels[k] = v
+		}
+		meta["labels"] = labels
+		b, err := yaml.Marshal(obj)
+		if err != nil {
+			return nil, err
+		}
+		out.WriteString("---\n")
+		out.Write(b)
+	}
+	return &out, nil
+}

@@ -1,0 +1,241 @@
+// Package render turns one bundle, for one cluster, into exactly what is applied as one Helm release:
+// a chart (the bundle's, or an empty one for manifests and kustomize output), templated values, and a
+// post-renderer that appends raw manifests and kustomize output and enforces the target namespace.
+package render
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/postrender"
+
+	"github.com/flotilla-gitops/flotilla/fleet"
+	"github.com/flotilla-gitops/flotilla/fleet/bundle"
+	"github.com/flotilla-gitops/flotilla/fleet/names"
+	"github.com/flotilla-gitops/flotilla/fleet/safepath"
+	"github.com/flotilla-gitops/flotilla/fleet/target"
+	"github.com/flotilla-gitops/flotilla/fleet/tmpl"
+)
+
+// Input is one bundle for one cluster.
+type Input struct {
+	RepoRoot        string
+	Bundle          *bundle.Bundle
+	Cluster         fleet.ClusterInfo
+	GitRepo         string
+	Commit          string
+	TargetNamespace string
+	KeepResources   bool
+	CorrectDrift    *fleet.CorrectDrift
+}
+
+// Release is what gets applied.
+type Release struct {
+	Bundle        string
+	Name          string
+	Namespace     string
+	Chart         *chart.Chart
+	Values        map[string]any
+	PostRenderer  postrender.PostRenderer
+	Options       fleet.BundleDeploymentOptions
+	Customization string
+	Deploy        bool
+	// DeploymentID changes whenever anything applied changes; diff and correctDrift options are excluded, as in Fleet.
+	DeploymentID string
+}
+
+var releaseName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+
+// ForCluster renders a bundle for a cluster. Every error names the bundle.
+func ForCluster(in Input) (*Release, error) {
+	b := in.Bundle
+	fail := func(err error) (*Release, error) { return nil, fmt.Errorf("bundle %q: %w", b.Name, err) }
+	opts, custom, deploy, err := target.Customize(b.FleetYAML, in.Cluster)
+	if err != nil {
+		return fail(fmt.Errorf("%s: %w", fleetFile(b), err))
+	}
+	if in.KeepResources {
+		opts.KeepResources = true
+	}
+	if opts.CorrectDrift == nil {
+		opts.CorrectDrift = in.CorrectDrift
+	}
+	rel := &Release{Bundle: b.Name, Options: opts, Customization: custom, Deploy: deploy}
+	rel.Name = names.HelmReleaseName(b.Name)
+	if opts.Helm != nil && opts.Helm.ReleaseName != "" {
+		rel.Name = opts.Helm.ReleaseName
+		if len(rel.Name) > 53 || !releaseName.MatchString(rel.Name) {
+			return fail(fmt.Errorf("%s: helm.releaseName %q: must be a DNS name of at most 53 characters", fleetFile(b), rel.Name))
+		}
+	}
+	forced := in.TargetNamespace
+	if forced == "" {
+		forced = opts.TargetNamespace
+	}
+	rel.Namespace = firstNonEmpty(forced, opts.DefaultNamespace, "default")
+	if !deploy {
+		return rel, nil
+	}
+	if opts.Helm != nil && opts.Helm.Repo != "" {
+		return fail(fmt.Errorf("%s: helm.repo %q: remote charts are not supported yet; vendor the chart into the repository", fleetFile(b), opts.Helm.Repo))
+	}
+	if rel.Values, err = tmpl.Values(in.RepoRoot, b.Path, opts.Helm, in.Cluster); err != nil {
+		return fail(err)
+	}
+	chartDir := ""
+	switch {
+	case opts.Helm != nil && opts.Helm.Chart != "":
+		chartDir = path.Join(b.Path, opts.Helm.Chart)
+		if strings.Contains(opts.Helm.Chart, "://") {
+			return fail(fmt.Errorf("%s: helm.chart %q: remote charts are not supported yet", fleetFile(b), opts.Helm.Chart))
+		}
+	case exists(in.RepoRoot, path.Join(b.Path, "Chart.yaml")):
+		chartDir = b.Path
+	}
+	var extra []byte
+	kustomizeDir := ""
+	if opts.Kustomize != nil && opts.Kustomize.Dir != "" {
+		kustomizeDir = path.Join(b.Path, opts.Kustomize.Dir)
+	} else if chartDir == "" && hasKustomization(in.RepoRoot, b.Path) {
+		kustomizeDir = b.Path
+	}
+	if chartDir != "" {
+		if rel.Chart, err = loadChart(in.RepoRoot, chartDir, opts.Helm); err != nil {
+			return fail(err)
+		}
+	}
+	if kustomizeDir != "" {
+		if extra, err = kustomize(in.RepoRoot, kustomizeDir); err != nil {
+			return fail(err)
+		}
+	} else if chartDir != b.Path {
+		if extra, err = manifests(in.RepoRoot, b, opts, chartDir); err != nil {
+			return fail(err)
+		}
+	}
+	if rel.Chart == nil {
+		rel.Chart = emptyChart(rel.Name, extra)
+	}
+	labels := map[string]string{"flotilla.dev/bundle": b.Name, "flotilla.dev/gitrepo": in.GitRepo}
+	rel.PostRenderer = &postRenderer{extra: extra, forceNamespace: forced, labels: labels}
+	if rel.DeploymentID, err = deploymentID(rel, extra, forced); err != nil {
+		return fail(err)
+	}
+	return rel, nil
+}
+
+func fleetFile(b *bundle.Bundle) string {
+	if b.Path == "." {
+		return "fleet.yaml"
+	}
+	return b.Path + "/fleet.yaml"
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func exists(root, rel string) bool {
+	p, err := safepath.Join(root, rel)
+	if err != nil {
+		return false
+	}
+	_, err = os.Stat(p)
+	return err == nil
+}
+
+func hasKustomization(root, dir string) bool {
+	for _, f := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
+		if exists(root, path.Join(dir, f)) {
+			return true
+		}
+	}
+	return false
+}
+
+// loadChart reads a chart folder through safepath (Helm's LoadDir would follow symlinks out of the repository).
+func loadChart(root, dir string, h *fleet.HelmOptions) (*chart.Chart, error) {
+	if !exists(root, path.Join(dir, "Chart.yaml")) {
+		if _, err := safepath.Join(root, dir); err != nil {
+			return nil, fmt.Errorf("helm.chart: %w", err)
+		}
+		name := dir
+		if h != nil && h.Chart != "" {
+			name = h.Chart
+		}
+		return nil, fmt.Errorf("chart %q not found (no %s/Chart.yaml in the repository)", name, dir)
+	}
+	var files []*loader.BufferedFile
+	err := safepath.WalkFiles(root, dir, func(rel string, data []byte) error {
+		name := strings.TrimPrefix(rel, strings.TrimPrefix(dir, "./")+"/")
+		if dir == "." {
+			name = rel
+		}
+		if name == "fleet.yaml" || strings.HasPrefix(path.Base(name), ".") && path.Base(name) != ".helmignore" {
+			return nil
+		}
+		files = append(files, &loader.BufferedFile{Name: name, Data: data})
+		return nil
+	})
+	if err != nil {
+		var esc *safepath.EscapeError
+		if errors.As(err, &esc) {
+			return nil, fmt.Errorf("chart %q: %w", dir, err)
+		}
+		return nil, fmt.Errorf("chart %q: %w", dir, err)
+	}
+	c, err := loader.LoadFiles(files)
+	if err != nil {
+		return nil, fmt.Errorf("chart %q: %w", dir, err)
+	}
+	return c, nil
+}
+
+func emptyChart(name string, extra []byte) *chart.Chart {
+	sum := sha256.Sum256(extra)
+	return &chart.Chart{Metadata: &chart.Metadata{APIVersion: chart.APIVersionV2, Name: name,
+		Version: "0.0.0+" + hex.EncodeToString(sum[:6]), Description: "manifests deployed by Flotilla"}}
+}
+
+// deploymentID hashes the chart's files, the values, the extra manifests and the release placement.
+func deploymentID(rel *Release, extra []byte, forced string) (string, error) {
+	h := sha256.New()
+	var files []*chart.File
+	files = append(files, rel.Chart.Raw...)
+	files = append(files, rel.Chart.Templates...)
+	files = append(files, rel.Chart.Files...)
+	sort.Slice(files, func(i, j int) bool { return files[i].Name < files[j].Name })
+	meta, _ := json.Marshal(rel.Chart.Metadata)
+	h.Write(meta)
+	for _, f := range files {
+		fmt.Fprintf(h, "\x00%s\x00%d\x00", f.Name, len(f.Data))
+		h.Write(f.Data)
+	}
+	defaults, _ := json.Marshal(rel.Chart.Values)
+	h.Write(defaults)
+	values, err := json.Marshal(rel.Values)
+	if err != nil {
+		return "", fmt.Errorf("values: %w", err)
+	}
+	h.Write(values)
+	h.Write(extra)
+	o := rel.Options
+	placement, _ := json.Marshal([]any{rel.Name, rel.Namespace, forced, o.KeepResources, o.ForceSyncGeneration, o.NamespaceLabels, o.NamespaceAnnotations, o.Helm != nil && o.Helm.Force})
+	h.Write(placement)
+	return "s-" + hex.EncodeToString(h.Sum(nil))[:40], nil
+}

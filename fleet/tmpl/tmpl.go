@@ -1,0 +1,212 @@
+// Package tmpl renders Fleet's `${ }` templates in Helm values for one cluster, with sprig minus every
+// function that reads the environment, the network or other templates, and missing keys as errors.
+package tmpl
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"text/template"
+
+	"github.com/Masterminds/sprig/v3"
+	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-gitops/flotilla/fleet"
+	"github.com/flotilla-gitops/flotilla/fleet/safepath"
+	"github.com/flotilla-gitops/flotilla/fleet/target"
+)
+
+// TemplateError is a values template that does not render; Source names the file (and key) it came from.
+type TemplateError struct {
+	Source string
+	Err    error
+}
+
+func (e *TemplateError) Error() string { return e.Source + ": " + e.Err.Error() }
+func (e *TemplateError) Unwrap() error { return e.Err }
+
+// IsTemplateError reports whether err is (or wraps) a TemplateError.
+func IsTemplateError(err error) bool {
+	var te *TemplateError
+	return errors.As(err, &te)
+}
+
+var funcs = func() template.FuncMap {
+	f := sprig.TxtFuncMap()
+	// Hermetic templates: nothing from the worker's environment or network, no recursive templates.
+	for _, name := range []string{"env", "expandenv", "getHostByName", "include", "tpl"} {
+		delete(f, name)
+	}
+	return f
+}()
+
+// FuncMap is the function set templates may use.
+func FuncMap() template.FuncMap { return funcs }
+
+// Context is what templates see.
+func Context(c fleet.ClusterInfo) map[string]any {
+	values := c.TemplateValues
+	if values == nil {
+		values = map[string]any{}
+	}
+	return map[string]any{
+		"ClusterName":        c.Name,
+		"ClusterNamespace":   c.Namespace,
+		"ClusterLabels":      filterLabels(c.Labels, true),
+		"ClusterAnnotations": filterLabels(c.Annotations, false),
+		"ClusterValues":      values,
+	}
+}
+
+// filterLabels drops kubectl's and Rancher's bookkeeping keys, as Fleet does; labels keep Fleet's own.
+func filterLabels(in map[string]string, keepFleet bool) map[string]any {
+	out := map[string]any{}
+	for k, v := range in {
+		drop := strings.HasPrefix(k, "kubectl.kubernetes.io/") || strings.Contains(k, "cattle.io/")
+		if drop && keepFleet && (strings.HasPrefix(k, "fleet.cattle.io/") || strings.HasPrefix(k, "management.cattle.io/")) {
+			drop = false
+		}
+		if !drop {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// RenderText renders one template with `${ }` delimiters and missingkey=error.
+func RenderText(name, text string, c fleet.ClusterInfo) (string, error) {
+	t, err := template.New(name).Delims("${", "}").Option("missingkey=error").Funcs(funcs).Parse(text)
+	if err != nil {
+		return "", err
+	}
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, Context(c)); err != nil {
+		return "", err
+	}
+	return buf.String(), nil
+}
+
+// renderMap templates a values map through its YAML text, as Fleet does, and parses it back.
+func renderMap(source string, v map[string]any, c fleet.ClusterInfo) (map[string]any, error) {
+	if len(v) == 0 {
+		return v, nil
+	}
+	text, err := yaml.Marshal(v)
+	if err != nil {
+		return nil, &TemplateError{Source: source, Err: err}
+	}
+	return renderYAML(source, string(text), c)
+}
+
+func renderYAML(source, text string, c fleet.ClusterInfo) (map[string]any, error) {
+	out, err := RenderText(source, text, c)
+	if err != nil {
+		return nil, &TemplateError{Source: source, Err: err}
+	}
+	var m map[string]any
+	if err := yaml.Unmarshal([]byte(out), &m); err != nil {
+		return nil, &TemplateError{Source: source, Err: fmt.Errorf("rendered values are not valid YAML: %w", err)}
+	}
+	return m, nil
+}
+
+// Values builds a bundle's Helm values for one cluster: helm.values, then each valuesFiles entry
+// (read from inside the repository only) merged over them in order, then helm.templateValues.
+func Values(root, bundlePath string, h *fleet.HelmOptions, c fleet.ClusterInfo) (map[string]any, error) {
+	if h == nil {
+		return nil, nil
+	}
+	fleetFile := path.Join(bundlePath, "fleet.yaml")
+	pre := !h.DisablePreProcess
+	values := h.Values
+	if pre {
+		var err error
+		if values, err = renderMap(fleetFile+": helm.values", values, c); err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range h.ValuesFiles {
+		rel := path.Join(bundlePath, f)
+		if path.IsAbs(f) {
+			rel = f
+		}
+		data, err := safepath.ReadFile(repoRoot(root), rel)
+		if err != nil {
+			var esc *safepath.EscapeError
+			if errors.As(err, &esc) {
+				return nil, fmt.Errorf("%s: valuesFiles %q %s", fleetFile, f, esc.Reason)
+			}
+			return nil, fmt.Errorf("%s: valuesFiles %q: %w", fleetFile, f, err)
+		}
+		var fileValues map[string]any
+		if pre {
+			if fileValues, err = renderYAML(path.Clean(rel), string(data), c); err != nil {
+				return nil, err
+			}
+		} else if err := yaml.Unmarshal(data, &fileValues); err != nil {
+			return nil, fmt.Errorf("%s: %w", rel, err)
+		}
+		values = target.MergeValues(values, fileValues)
+	}
+	if pre && len(h.TemplateValues) > 0 {
+		values = target.MergeValues(values, nil)
+		if values == nil {
+			values = map[string]any{}
+		}
+		for _, k := range sortedKeys(h.TemplateValues) {
+			out, err := RenderText(k, h.TemplateValues[k], c)
+			if err != nil {
+				return nil, &TemplateError{Source: fleetFile + ": helm.templateValues." + k, Err: err}
+			}
+			var v any
+			if err := yaml.Unmarshal([]byte(out), &v); err != nil {
+				return nil, &TemplateError{Source: fleetFile + ": helm.templateValues." + k, Err: err}
+			}
+			values[k] = v
+		}
+	}
+	return legacyLabels(values, c.Labels), nil
+}
+
+func repoRoot(root string) string { return root }
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	for i := 1; i < len(keys); i++ {
+		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
+			keys[j], keys[j-1] = keys[j-1], keys[j]
+		}
+	}
+	return keys
+}
+
+// legacyLabels implements Fleet's older substitution: a string value "global.fleet.clusterLabels.<label>"
+// becomes that label's value.
+func legacyLabels(v map[string]any, labels map[string]string) map[string]any {
+	const prefix = "global.fleet.clusterLabels."
+	var walk func(any) any
+	walk = func(x any) any {
+		switch t := x.(type) {
+		case map[string]any:
+			for k, e := range t {
+				t[k] = walk(e)
+			}
+		case []any:
+			for i, e := range t {
+				t[i] = walk(e)
+			}
+		case string:
+			if strings.HasPrefix(t, prefix) {
+				return labels[strings.TrimPrefix(t, prefix)]
+			}
+		}
+		return x
+	}
+	walk(v)
+	return v
+}

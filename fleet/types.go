@@ -1,0 +1,235 @@
+// Package fleet holds Flotilla's user-facing model: Fleet-compatible GitRepo, Cluster, ClusterGroup and
+// fleet.yaml types. Field names and JSON spellings follow Rancher Fleet's API (fleet.cattle.io/v1alpha1)
+// so that existing GitRepo YAML and fleet.yaml files work unchanged.
+package fleet
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// APIVersion is the apiVersion Flotilla accepts for GitRepo, Cluster and ClusterGroup documents.
+const APIVersion = "fleet.cattle.io/v1alpha1"
+
+// Kinds of documents accepted by `flotilla apply`.
+const (
+	KindGitRepo      = "GitRepo"
+	KindCluster      = "Cluster"
+	KindClusterGroup = "ClusterGroup"
+)
+
+// DefaultNamespace is the namespace (Fleet's "workspace") of objects that do not name one.
+const DefaultNamespace = "fleet-default"
+
+// ObjectMeta is the subset of Kubernetes object metadata Flotilla uses.
+type ObjectMeta struct {
+	Name        string            `json:"name"`
+	Namespace   string            `json:"namespace,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// GitRepo points at a repository whose folders are bundles.
+type GitRepo struct {
+	APIVersion string      `json:"apiVersion,omitempty"`
+	Kind       string      `json:"kind,omitempty"`
+	Metadata   ObjectMeta  `json:"metadata"`
+	Spec       GitRepoSpec `json:"spec"`
+}
+
+// GitRepoSpec is Fleet's GitRepo spec.
+type GitRepoSpec struct {
+	// Repo is the git URL. It must not carry credentials: those are named by ClientSecretName and resolved by the worker.
+	Repo string `json:"repo"`
+	// Branch is followed when Revision is empty. Empty means the remote's HEAD.
+	Branch string `json:"branch,omitempty"`
+	// Revision pins a commit SHA or a tag.
+	Revision string `json:"revision,omitempty"`
+	// Paths are folders (globs allowed) scanned for bundles; empty means the repository root.
+	Paths []string `json:"paths,omitempty"`
+	// Targets choose clusters; empty means the ClusterGroup "default", as in Fleet.
+	Targets []GitTarget `json:"targets,omitempty"`
+	// PollingInterval is a Go duration string; empty means 15s, as in Fleet.
+	PollingInterval string `json:"pollingInterval,omitempty"`
+	// DisablePolling leaves syncing to webhooks and explicit sync requests.
+	DisablePolling bool `json:"disablePolling,omitempty"`
+	// Paused stops changes from reaching clusters; their bundles show OutOfSync.
+	Paused bool `json:"paused,omitempty"`
+	// CorrectDrift restores objects changed or deleted by hand.
+	CorrectDrift *CorrectDrift `json:"correctDrift,omitempty"`
+	// TargetNamespace forces every namespaced object into this namespace; cluster-scoped objects are refused.
+	TargetNamespace string `json:"targetNamespace,omitempty"`
+	// KeepResources keeps deployed objects when the GitRepo or a bundle is removed; only the Helm record goes.
+	KeepResources bool `json:"keepResources,omitempty"`
+	// DeleteNamespace removes TargetNamespace when the GitRepo is deleted.
+	DeleteNamespace bool `json:"deleteNamespace,omitempty"`
+	// ClientSecretName names git credentials known to the worker (never their content).
+	ClientSecretName string `json:"clientSecretName,omitempty"`
+	// ForceSyncGeneration, when increased, redeploys every bundle.
+	ForceSyncGeneration int64 `json:"forceSyncGeneration,omitempty"`
+	// ServiceAccount is accepted for compatibility; Flotilla applies with the cluster's kubeconfig identity.
+	ServiceAccount string `json:"serviceAccount,omitempty"`
+}
+
+// GitTarget selects clusters. All criteria set on one target must match; a target with none matches nothing.
+type GitTarget struct {
+	Name                 string                `json:"name,omitempty"`
+	ClusterName          string                `json:"clusterName,omitempty"`
+	ClusterSelector      *metav1.LabelSelector `json:"clusterSelector,omitempty"`
+	ClusterGroup         string                `json:"clusterGroup,omitempty"`
+	ClusterGroupSelector *metav1.LabelSelector `json:"clusterGroupSelector,omitempty"`
+	DoNotDeploy          bool                  `json:"doNotDeploy,omitempty"`
+}
+
+// CorrectDrift configures drift correction, as in Fleet.
+type CorrectDrift struct {
+	Enabled         bool `json:"enabled,omitempty"`
+	Force           bool `json:"force,omitempty"`
+	KeepFailHistory bool `json:"keepFailHistory,omitempty"`
+}
+
+// Cluster is a deployment target.
+type Cluster struct {
+	APIVersion string      `json:"apiVersion,omitempty"`
+	Kind       string      `json:"kind,omitempty"`
+	Metadata   ObjectMeta  `json:"metadata"`
+	Spec       ClusterSpec `json:"spec"`
+}
+
+// ClusterSpec describes how to reach a cluster and what its templates see.
+type ClusterSpec struct {
+	// TemplateValues is exposed to `${ }` templates as .ClusterValues.
+	TemplateValues map[string]any `json:"templateValues,omitempty"`
+	// KubeConfigPath is a kubeconfig file on the worker's host. Only the path travels through Temporal.
+	KubeConfigPath string `json:"kubeConfigPath,omitempty"`
+	// KubeConfigContext selects a context in that file; empty means its current context.
+	KubeConfigContext string `json:"kubeConfigContext,omitempty"`
+	// Paused freezes every bundle on this cluster.
+	Paused bool `json:"paused,omitempty"`
+}
+
+// ClusterGroup names a set of clusters by label selector.
+type ClusterGroup struct {
+	APIVersion string           `json:"apiVersion,omitempty"`
+	Kind       string           `json:"kind,omitempty"`
+	Metadata   ObjectMeta       `json:"metadata"`
+	Spec       ClusterGroupSpec `json:"spec"`
+}
+
+// ClusterGroupSpec selects the group's clusters.
+type ClusterGroupSpec struct {
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+}
+
+// FleetYAML is the content of a bundle's fleet.yaml.
+type FleetYAML struct {
+	Name   string            `json:"name,omitempty"`
+	Labels map[string]string `json:"labels,omitempty"`
+	BundleDeploymentOptions
+	TargetCustomizations []BundleTarget `json:"targetCustomizations,omitempty"`
+	// OverrideTargets replaces the GitRepo's targets for this bundle.
+	OverrideTargets []GitTarget `json:"overrideTargets,omitempty"`
+	Paused          bool        `json:"paused,omitempty"`
+}
+
+// BundleDeploymentOptions are the options a bundle is deployed with; targetCustomizations override them per cluster.
+type BundleDeploymentOptions struct {
+	DefaultNamespace string `json:"defaultNamespace,omitempty"`
+	// TargetNamespace forces every namespaced object into this namespace (fleet.yaml key `namespace`).
+	TargetNamespace      string            `json:"namespace,omitempty"`
+	Helm                 *HelmOptions      `json:"helm,omitempty"`
+	Kustomize            *KustomizeOptions `json:"kustomize,omitempty"`
+	YAML                 *YAMLOptions      `json:"yaml,omitempty"`
+	Diff                 *DiffOptions      `json:"diff,omitempty"`
+	Ignore               IgnoreOptions     `json:"ignore,omitempty"`
+	CorrectDrift         *CorrectDrift     `json:"correctDrift,omitempty"`
+	KeepResources        bool              `json:"keepResources,omitempty"`
+	ServiceAccount       string            `json:"serviceAccount,omitempty"`
+	ForceSyncGeneration  int64             `json:"forceSyncGeneration,omitempty"`
+	NamespaceLabels      map[string]string `json:"namespaceLabels,omitempty"`
+	NamespaceAnnotations map[string]string `json:"namespaceAnnotations,omitempty"`
+	DeleteCRDResources   bool              `json:"deleteCRDResources,omitempty"`
+}
+
+// BundleTarget is one targetCustomizations entry: a cluster match plus the options it overrides.
+type BundleTarget struct {
+	BundleDeploymentOptions
+	Name                 string                `json:"name,omitempty"`
+	ClusterName          string                `json:"clusterName,omitempty"`
+	ClusterSelector      *metav1.LabelSelector `json:"clusterSelector,omitempty"`
+	ClusterGroup         string                `json:"clusterGroup,omitempty"`
+	ClusterGroupSelector *metav1.LabelSelector `json:"clusterGroupSelector,omitempty"`
+	DoNotDeploy          bool                  `json:"doNotDeploy,omitempty"`
+}
+
+// HelmOptions are fleet.yaml's `helm` options.
+type HelmOptions struct {
+	// Chart is a folder inside the repository (relative to the bundle). Remote charts are not supported yet.
+	Chart       string `json:"chart,omitempty"`
+	Repo        string `json:"repo,omitempty"`
+	Version     string `json:"version,omitempty"`
+	ReleaseName string `json:"releaseName,omitempty"`
+	// Values are templated per cluster with `${ }` delimiters.
+	Values map[string]any `json:"values,omitempty"`
+	// ValuesFiles are read from the bundle folder, templated like Values, and merged over them in order.
+	ValuesFiles []string `json:"valuesFiles,omitempty"`
+	// TemplateValues: each entry is templated, parsed as YAML and set as a top-level values key.
+	TemplateValues       map[string]string `json:"templateValues,omitempty"`
+	TimeoutSeconds       int               `json:"timeoutSeconds,omitempty"`
+	Force                bool              `json:"force,omitempty"`
+	TakeOwnership        bool              `json:"takeOwnership,omitempty"`
+	Atomic               bool              `json:"atomic,omitempty"`
+	WaitForJobs          bool              `json:"waitForJobs,omitempty"`
+	MaxHistory           int               `json:"maxHistory,omitempty"`
+	DisablePreProcess    bool              `json:"disablePreProcess,omitempty"`
+	SkipSchemaValidation bool              `json:"skipSchemaValidation,omitempty"`
+}
+
+// KustomizeOptions are fleet.yaml's `kustomize` options.
+type KustomizeOptions struct {
+	Dir string `json:"dir,omitempty"`
+}
+
+// YAMLOptions are fleet.yaml's `yaml` options.
+type YAMLOptions struct {
+	Overlays []string `json:"overlays,omitempty"`
+}
+
+// DiffOptions hide known differences from drift detection.
+type DiffOptions struct {
+	ComparePatches []ComparePatch `json:"comparePatches,omitempty"`
+}
+
+// ComparePatch selects objects and the differences to ignore on them.
+type ComparePatch struct {
+	Kind         string      `json:"kind,omitempty"`
+	APIVersion   string      `json:"apiVersion,omitempty"`
+	Namespace    string      `json:"namespace,omitempty"`
+	Name         string      `json:"name,omitempty"`
+	Operations   []Operation `json:"operations,omitempty"`
+	JSONPointers []string    `json:"jsonPointers,omitempty"`
+}
+
+// Operation is a JSON-patch-like operation; `remove` hides a path, `ignore` drops the object from checks.
+type Operation struct {
+	Op    string `json:"op,omitempty"`
+	Path  string `json:"path,omitempty"`
+	Value string `json:"value,omitempty"`
+}
+
+// IgnoreOptions drop matching status conditions before readiness is judged.
+type IgnoreOptions struct {
+	Conditions []map[string]string `json:"conditions,omitempty"`
+}
+
+// ClusterInfo is what a bundle sees of the cluster it is rendered for.
+type ClusterInfo struct {
+	Name           string
+	Namespace      string
+	Labels         map[string]string
+	Annotations    map[string]string
+	TemplateValues map[string]any
+	// Groups are the names of the ClusterGroups this cluster belongs to.
+	Groups []string
+	// GroupLabels maps each group name to that group's labels, for clusterGroupSelector.
+	GroupLabels map[string]map[string]string
+}

@@ -1,0 +1,218 @@
+// Package devenv starts and stops the local Flotilla stack behind `make up` / `make down`: three
+// Kubernetes clusters, the Temporal dev server with its Web UI, the worker, an example repository and
+// GitRepo. Every process is recorded by PID so that `make down` stops exactly what `make up` started.
+package devenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/flotilla-gitops/flotilla/internal/localk8s"
+	"github.com/flotilla-gitops/flotilla/internal/proc"
+	"github.com/flotilla-gitops/flotilla/internal/tempdev"
+	"github.com/flotilla-gitops/flotilla/workflows"
+)
+
+// Options configure the local stack.
+type Options struct {
+	Root         string // the checkout: bin/ and examples/ are read from here
+	Dir          string // state: clusters, Temporal's database, logs, pid files
+	TemporalPort int
+	UIPort       int
+	Clusters     []string
+	Out          io.Writer
+}
+
+func (o *Options) defaults() {
+	if o.TemporalPort == 0 {
+		o.TemporalPort = 7233
+	}
+	if o.UIPort == 0 {
+		o.UIPort = 8233
+	}
+	if len(o.Clusters) == 0 {
+		o.Clusters = []string{"dev", "test", "prod"}
+	}
+	if o.Out == nil {
+		o.Out = os.Stdout
+	}
+}
+
+func (o *Options) say(format string, args ...any) {
+	fmt.Fprintf(o.Out, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+// Up starts everything, deploys the example GitRepo and waits until every cluster reports Ready.
+func Up(ctx context.Context, o Options) error {
+	o.defaults()
+	if running(o.Dir) {
+		return errors.New("the local stack is already running (see " + o.Dir + "); run `make down` first")
+	}
+	_ = os.RemoveAll(o.Dir)
+	bin := filepath.Join(o.Root, "bin")
+	pids := filepath.Join(o.Dir, "pids")
+	logs := filepath.Join(o.Dir, "logs")
+	for _, d := range []string{pids, logs} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			o.say("start-up failed; stopping what was started")
+			_ = Down(o.Dir, io.Discard)
+		}
+	}()
+
+	start := time.Now()
+	var specs []localk8s.ClusterOptions
+	for _, name := range o.Clusters {
+		specs = append(specs, localk8s.ClusterOptions{Name: name, Workloads: true})
+	}
+	o.say("starting clusters %s", strings.Join(o.Clusters, ", "))
+	k8s, err := localk8s.Start(ctx, localk8s.Options{Dir: filepath.Join(o.Dir, "clusters"), BinDir: bin, Clusters: specs,
+		Logger: func(f string, a ...any) { o.say("  "+f, a...) }})
+	if err != nil {
+		return err
+	}
+	o.say("starting Temporal (gRPC 127.0.0.1:%d, Web UI 127.0.0.1:%d)", o.TemporalPort, o.UIPort)
+	tmp, err := tempdev.Start(ctx, tempdev.Options{
+		Bin: filepath.Join(bin, "temporal"), Dir: filepath.Join(o.Dir, "temporal"),
+		Port: o.TemporalPort, UIPort: o.UIPort, SearchAttributes: workflows.SearchAttributes,
+		LogFile: filepath.Join(logs, "temporal.log"), PIDFile: filepath.Join(pids, "temporal.pid"),
+	})
+	if err != nil {
+		return err
+	}
+	repoDir := filepath.Join(o.Dir, "git", "example")
+	commit, err := InitRepo(repoDir, filepath.Join(o.Root, "examples", "repo"))
+	if err != nil {
+		return err
+	}
+	o.say("example repository file://%s at %s", repoDir, commit[:12])
+	_, err = StartWorker(WorkerOptions{Bin: bin, Address: tmp.Address(), CacheDir: filepath.Join(o.Dir, "cache"),
+		LogFile: filepath.Join(logs, "worker.log"), PIDFile: filepath.Join(pids, "worker.pid")})
+	if err != nil {
+		return err
+	}
+	cli := CLI{Bin: filepath.Join(bin, "flotilla"), Address: tmp.Address(), Out: o.Out}
+	for _, name := range o.Clusters {
+		if err := cli.Run(ctx, "cluster", "add", name, "--kubeconfig", k8s.Kubeconfig(name), "--label", "env="+name,
+			"--values", filepath.Join(o.Root, "examples", "clusters", name+".yaml")); err != nil {
+			return err
+		}
+	}
+	gitrepo, err := os.ReadFile(filepath.Join(o.Root, "examples", "gitrepo.yaml"))
+	if err != nil {
+		return err
+	}
+	gitrepoFile := filepath.Join(o.Dir, "gitrepo.yaml")
+	if err := os.WriteFile(gitrepoFile, []byte(strings.ReplaceAll(string(gitrepo), "REPO_URL", "file://"+repoDir)), 0o644); err != nil {
+		return err
+	}
+	if err := cli.Run(ctx, "apply", "-f", gitrepoFile); err != nil {
+		return err
+	}
+	if err := cli.Run(ctx, "status", "example", "--wait", "--timeout", "5m"); err != nil {
+		return err
+	}
+	ok = true
+	fmt.Fprintf(o.Out, `
+Flotilla is up (%s).
+  Temporal Web UI:   %s/namespaces/default/workflows
+  Temporal address:  %s
+  Example repo:      file://%s   (commit there; the GitRepo polls every 15s)
+  Status:            bin/flotilla status example
+  Kubeconfigs:
+`, time.Since(start).Round(time.Second), tmp.UIAddress(), tmp.Address(), repoDir)
+	for _, name := range o.Clusters {
+		fmt.Fprintf(o.Out, "    %-5s KUBECONFIG=%s\n", name, k8s.Kubeconfig(name))
+	}
+	fmt.Fprintf(o.Out, "  Logs:              %s\n  Stop everything:   make down\n", logs)
+	return nil
+}
+
+// Down stops every process recorded under dir, by PID.
+func Down(dir string, out io.Writer) error {
+	var errs []error
+	stopped := 0
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		matches, _ := filepath.Glob(filepath.Join(p, "*.pid"))
+		if len(matches) == 0 {
+			return nil
+		}
+		stopped += len(matches)
+		if err := proc.StopPIDFiles(p, 5*time.Second); err != nil {
+			errs = append(errs, err)
+		}
+		return nil
+	})
+	fmt.Fprintf(out, "stopped %d processes recorded under %s\n", stopped, dir)
+	return errors.Join(errs...)
+}
+
+func running(dir string) bool {
+	found := false
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".pid") {
+			found = true
+		}
+		return nil
+	})
+	return found
+}
+
+// WorkerOptions start a flotilla-worker process.
+type WorkerOptions struct {
+	Bin, Address, Namespace, CacheDir, LogFile, PIDFile string
+	ExtraArgs                                           []string
+}
+
+// StartWorker starts bin/flotilla-worker as its own process.
+func StartWorker(o WorkerOptions) (*proc.Process, error) {
+	args := []string{"--address", o.Address, "--cache-dir", o.CacheDir, "--dev-log"}
+	if o.Namespace != "" {
+		args = append(args, "--namespace", o.Namespace)
+	}
+	return proc.Start(proc.Spec{Name: "flotilla-worker", Path: filepath.Join(o.Bin, "flotilla-worker"),
+		Args: append(args, o.ExtraArgs...), LogFile: o.LogFile, PIDFile: o.PIDFile})
+}
+
+// CLI runs bin/flotilla against one Temporal address.
+type CLI struct {
+	Bin, Address string
+	Out          io.Writer
+}
+
+// Run runs the CLI, streaming its output; an error carries its stderr.
+func (c CLI) Run(ctx context.Context, args ...string) error {
+	_, err := c.Output(ctx, args...)
+	return err
+}
+
+// Output runs the CLI and returns its standard output.
+func (c CLI) Output(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, c.Bin, append([]string{"--address", c.Address}, args...)...)
+	var stdout, stderr strings.Builder
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	if c.Out != nil {
+		cmd.Stdout = io.MultiWriter(&stdout, c.Out)
+		cmd.Stderr = io.MultiWriter(&stderr, c.Out)
+	}
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("flotilla %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), nil
+}

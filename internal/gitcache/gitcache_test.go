@@ -1,0 +1,67 @@
+package gitcache
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func runGit(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
+		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_GLOBAL=/dev/null")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	return strings.TrimSpace(string(out))
+}
+
+func TestResolveAndCheckoutFollowTheBranch(t *testing.T) {
+	src := t.TempDir()
+	runGit(t, src, "init", "-q", "-b", "main")
+	require.NoError(t, os.WriteFile(filepath.Join(src, "a.txt"), []byte("one"), 0o644))
+	runGit(t, src, "add", ".")
+	runGit(t, src, "commit", "-q", "-m", "one")
+	first := runGit(t, src, "rev-parse", "HEAD")
+	runGit(t, src, "tag", "-a", "v1", "-m", "v1")
+
+	c := &Cache{Dir: t.TempDir()}
+	ctx := context.Background()
+	got, err := c.Resolve(ctx, "file://"+src, "main", "", "")
+	require.NoError(t, err)
+	require.Equal(t, first, got)
+
+	tagged, err := c.Resolve(ctx, "file://"+src, "", "v1", "")
+	require.NoError(t, err)
+	require.Equal(t, first, tagged, "an annotated tag resolves to its commit")
+
+	dir, err := c.Checkout(ctx, "file://"+src, first, "")
+	require.NoError(t, err)
+	data, err := os.ReadFile(filepath.Join(dir, "a.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "one", string(data))
+
+	require.NoError(t, os.WriteFile(filepath.Join(src, "a.txt"), []byte("two"), 0o644))
+	runGit(t, src, "commit", "-q", "-am", "two")
+	second := runGit(t, src, "rev-parse", "HEAD")
+	got, err = c.Resolve(ctx, "file://"+src, "main", "", "")
+	require.NoError(t, err)
+	require.Equal(t, second, got)
+
+	again, err := c.Checkout(ctx, "file://"+src, first, "")
+	require.NoError(t, err)
+	require.Equal(t, dir, again, "a cached commit is not cloned again")
+
+	_, err = c.Resolve(ctx, "file://"+src, "nope", "", "")
+	require.ErrorContains(t, err, `branch "nope" not found`)
+}
+
+func TestSanitizeDropsCredentials(t *testing.T) {
+	require.Equal(t, "https://git.example.com/org/repo.git", Sanitize("https://user:secret@git.example.com/org/repo.git?token=abc"))
+}

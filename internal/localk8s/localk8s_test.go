@@ -1,0 +1,78 @@
+package localk8s
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+func binDir(t *testing.T) string {
+	d := os.Getenv("FLOTILLA_BIN")
+	if d == "" {
+		d, _ = filepath.Abs("../../bin")
+	}
+	if _, err := os.Stat(filepath.Join(d, "kube-apiserver")); err != nil {
+		t.Fatalf("kube-apiserver missing in %s: run `make tools`", d)
+	}
+	return d
+}
+
+// Two clusters on one etcd: the one with workloads runs a Deployment to Ready; a stopped apiserver comes
+// back with its data; every process is gone after Stop.
+func TestClustersRunWorkloadsAndSurviveAnAPIServerRestart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	env, err := Start(ctx, Options{Dir: t.TempDir(), BinDir: binDir(t), Logger: t.Logf,
+		Clusters: []ClusterOptions{{Name: "full", Workloads: true}, {Name: "lean"}}})
+	require.NoError(t, err)
+	defer env.Stop()
+
+	cs := clientset(t, env.Kubeconfig("full"))
+	replicas := int32(2)
+	labels := map[string]string{"app": "demo"}
+	_, err = cs.AppsV1().Deployments("default").Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "demo"},
+		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.invalid/demo"}}}}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		d, err := cs.AppsV1().Deployments("default").Get(ctx, "demo", metav1.GetOptions{})
+		return err == nil && d.Status.ReadyReplicas == 2
+	}, time.Minute, 200*time.Millisecond)
+
+	lean := clientset(t, env.Kubeconfig("lean"))
+	_, err = lean.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "keep"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = cs.CoreV1().ConfigMaps("default").Get(ctx, "keep", metav1.GetOptions{})
+	require.Error(t, err, "clusters are isolated")
+
+	require.NoError(t, env.StopAPIServer("lean"))
+	_, err = lean.CoreV1().ConfigMaps("default").Get(ctx, "keep", metav1.GetOptions{})
+	require.Error(t, err)
+	require.NoError(t, env.StartAPIServer(ctx, "lean"))
+	_, err = lean.CoreV1().ConfigMaps("default").Get(ctx, "keep", metav1.GetOptions{})
+	require.NoError(t, err)
+
+	require.NoError(t, env.Stop())
+	pids, _ := filepath.Glob(filepath.Join(env.PIDDir(), "*.pid"))
+	require.Empty(t, pids, "every pid file is removed once its process is stopped")
+}
+
+func clientset(t *testing.T, kubeconfig string) *kubernetes.Clientset {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	require.NoError(t, err)
+	cs, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	return cs
+}

@@ -1,0 +1,187 @@
+// Package inventory is the durable list of clusters and cluster groups that GitRepos target.
+// It lives in a Temporal workflow (InventoryWorkflow), so it survives restarts and is visible in the Web UI;
+// this package holds its data types and the pure helpers shared by the workflow, the activities and the CLI.
+package inventory
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+
+	"github.com/flotilla-gitops/flotilla/fleet"
+	"github.com/flotilla-gitops/flotilla/fleet/target"
+)
+
+// Workflow identity and message names. They are contracts: the CLI and the activities use them.
+const (
+	WorkflowID   = "flotilla/inventory"
+	WorkflowType = "InventoryWorkflow"
+
+	UpdateUpsertCluster      = "upsertCluster"
+	UpdateRemoveCluster      = "removeCluster"
+	UpdateUpsertClusterGroup = "upsertClusterGroup"
+	UpdateRemoveClusterGroup = "removeClusterGroup"
+	QueryInventory           = "inventory"
+)
+
+// Inventory is every registered cluster and group. Generation increases on every change.
+type Inventory struct {
+	Generation int64                `json:"generation"`
+	Clusters   []fleet.Cluster      `json:"clusters"`
+	Groups     []fleet.ClusterGroup `json:"groups"`
+}
+
+// RemoveInput names a cluster or group to remove.
+type RemoveInput struct {
+	Name string `json:"name"`
+}
+
+// ChangeResult reports the generation after a change.
+type ChangeResult struct {
+	Generation int64 `json:"generation"`
+	Changed    bool  `json:"changed"`
+}
+
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// ValidateCluster checks what can be checked without I/O.
+func ValidateCluster(c fleet.Cluster) error {
+	if !dnsLabel.MatchString(c.Metadata.Name) || len(c.Metadata.Name) > 63 {
+		return fmt.Errorf("cluster name %q: must be a DNS label (lowercase letters, digits, '-'; at most 63 characters)", c.Metadata.Name)
+	}
+	if c.Spec.KubeConfigPath == "" {
+		return fmt.Errorf("cluster %q: spec.kubeConfigPath is required (a kubeconfig file on the worker's host)", c.Metadata.Name)
+	}
+	if _, err := json.Marshal(c.Spec.TemplateValues); err != nil {
+		return fmt.Errorf("cluster %q: spec.templateValues: %v", c.Metadata.Name, err)
+	}
+	return nil
+}
+
+// ValidateGroup checks a cluster group.
+func ValidateGroup(g fleet.ClusterGroup) error {
+	if !dnsLabel.MatchString(g.Metadata.Name) || len(g.Metadata.Name) > 63 {
+		return fmt.Errorf("cluster group name %q: must be a DNS label", g.Metadata.Name)
+	}
+	return target.Validate([]fleet.GitTarget{{Name: g.Metadata.Name, ClusterSelector: g.Spec.Selector}})
+}
+
+// UpsertCluster adds or replaces a cluster; it reports whether anything changed.
+func (inv *Inventory) UpsertCluster(c fleet.Cluster) bool {
+	c = normalizeCluster(c)
+	for i := range inv.Clusters {
+		if inv.Clusters[i].Metadata.Name == c.Metadata.Name {
+			if Digest(inv.Clusters[i], nil) == Digest(c, nil) {
+				return false
+			}
+			inv.Clusters[i] = c
+			inv.Generation++
+			return true
+		}
+	}
+	inv.Clusters = append(inv.Clusters, c)
+	sort.Slice(inv.Clusters, func(i, j int) bool { return inv.Clusters[i].Metadata.Name < inv.Clusters[j].Metadata.Name })
+	inv.Generation++
+	return true
+}
+
+// RemoveCluster removes a cluster; it reports whether it was there.
+func (inv *Inventory) RemoveCluster(name string) bool {
+	for i := range inv.Clusters {
+		if inv.Clusters[i].Metadata.Name == name {
+			inv.Clusters = append(inv.Clusters[:i], inv.Clusters[i+1:]...)
+			inv.Generation++
+			return true
+		}
+	}
+	return false
+}
+
+// UpsertGroup adds or replaces a cluster group.
+func (inv *Inventory) UpsertGroup(g fleet.ClusterGroup) bool {
+	if g.Metadata.Namespace == "" {
+		g.Metadata.Namespace = fleet.DefaultNamespace
+	}
+	for i := range inv.Groups {
+		if inv.Groups[i].Metadata.Name == g.Metadata.Name {
+			if mustJSON(inv.Groups[i]) == mustJSON(g) {
+				return false
+			}
+			inv.Groups[i] = g
+			inv.Generation++
+			return true
+		}
+	}
+	inv.Groups = append(inv.Groups, g)
+	sort.Slice(inv.Groups, func(i, j int) bool { return inv.Groups[i].Metadata.Name < inv.Groups[j].Metadata.Name })
+	inv.Generation++
+	return true
+}
+
+// RemoveGroup removes a cluster group.
+func (inv *Inventory) RemoveGroup(name string) bool {
+	for i := range inv.Groups {
+		if inv.Groups[i].Metadata.Name == name {
+			inv.Groups = append(inv.Groups[:i], inv.Groups[i+1:]...)
+			inv.Generation++
+			return true
+		}
+	}
+	return false
+}
+
+// Cluster returns the named cluster.
+func (inv *Inventory) Cluster(name string) (fleet.Cluster, bool) {
+	for _, c := range inv.Clusters {
+		if c.Metadata.Name == name {
+			return c, true
+		}
+	}
+	return fleet.Cluster{}, false
+}
+
+// Info is what templates and targeting see of a cluster, including its groups.
+func (inv *Inventory) Info(c fleet.Cluster) fleet.ClusterInfo {
+	groups, groupLabels := target.GroupsOf(c, inv.Groups)
+	ns := c.Metadata.Namespace
+	if ns == "" {
+		ns = fleet.DefaultNamespace
+	}
+	return fleet.ClusterInfo{
+		Name:           c.Metadata.Name,
+		Namespace:      ns,
+		Labels:         c.Metadata.Labels,
+		Annotations:    c.Metadata.Annotations,
+		TemplateValues: c.Spec.TemplateValues,
+		Groups:         groups,
+		GroupLabels:    groupLabels,
+	}
+}
+
+// Digest identifies a cluster's entry and group membership: a change means its bundles must be re-rendered.
+func Digest(c fleet.Cluster, groups []string) string {
+	sum := sha256.Sum256([]byte(mustJSON(struct {
+		C fleet.Cluster
+		G []string
+	}{c, groups})))
+	return hex.EncodeToString(sum[:8])
+}
+
+func normalizeCluster(c fleet.Cluster) fleet.Cluster {
+	if c.Metadata.Namespace == "" {
+		c.Metadata.Namespace = fleet.DefaultNamespace
+	}
+	c.APIVersion, c.Kind = fleet.APIVersion, fleet.KindCluster
+	return c
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only plain data reaches here; ValidateCluster rejects what cannot be marshalled
+	}
+	return string(b)
+}

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-gitops/flotilla/fleet"
+	"github.com/flotilla-gitops/flotilla/inventory"
+	"github.com/flotilla-gitops/flotilla/workflows"
+)
+
+func newApplyCmd(g *globals) *cobra.Command {
+	var file string
+	cmd := &cobra.Command{
+		Use:   "apply -f FILE",
+		Short: "Create or update GitRepos, Clusters and ClusterGroups from Fleet YAML (multi-document; - for stdin)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if file == "" {
+				return errors.New("-f FILE is required")
+			}
+			data, err := readInput(file)
+			if err != nil {
+				return err
+			}
+			docs, err := parseDocuments(file, data)
+			if err != nil {
+				return err
+			}
+			c, err := g.dial()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			for _, d := range docs {
+				ctx, cancel := g.ctx()
+				msg, err := applyDocument(ctx, c, d)
+				cancel()
+				if err != nil {
+					return fmt.Errorf("%s: %s %q: %w", file, d.kind, d.name, err)
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), msg)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&file, "filename", "f", "", "file to apply (- for standard input)")
+	return cmd
+}
+
+func readInput(file string) ([]byte, error) {
+	if file == "-" {
+		return io.ReadAll(os.Stdin)
+	}
+	return os.ReadFile(file)
+}
+
+type document struct {
+	kind, name string
+	gitRepo    *fleet.GitRepo
+	cluster    *fleet.Cluster
+	group      *fleet.ClusterGroup
+}
+
+// parseDocuments splits a YAML stream and decodes each document by kind; errors name the document.
+func parseDocuments(file string, data []byte) ([]document, error) {
+	var docs []document
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for i := 0; ; i++ {
+		raw, err := reader.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: document %d: %w", file, i+1, err)
+		}
+		if len(bytes.TrimSpace(raw)) == 0 {
+			continue
+		}
+		var head struct {
+			APIVersion string           `json:"apiVersion"`
+			Kind       string           `json:"kind"`
+			Metadata   fleet.ObjectMeta `json:"metadata"`
+		}
+		if err := yaml.Unmarshal(raw, &head); err != nil {
+			return nil, fmt.Errorf("%s: document %d: %w", file, i+1, err)
+		}
+		d := document{kind: head.Kind, name: head.Metadata.Name}
+		var target any
+		switch head.Kind {
+		case fleet.KindGitRepo:
+			d.gitRepo = &fleet.GitRepo{}
+			target = d.gitRepo
+		case fleet.KindCluster:
+			d.cluster = &fleet.Cluster{}
+			target = d.cluster
+		case fleet.KindClusterGroup:
+			d.group = &fleet.ClusterGroup{}
+			target = d.group
+		default:
+			return nil, fmt.Errorf("%s: document %d: kind %q: want GitRepo, Cluster or ClusterGroup", file, i+1, head.Kind)
+		}
+		if head.APIVersion != "" && head.APIVersion != fleet.APIVersion {
+			return nil, fmt.Errorf("%s: document %d: apiVersion %q: want %s", file, i+1, head.APIVersion, fleet.APIVersion)
+		}
+		if err := yaml.UnmarshalStrict(raw, target); err != nil {
+			return nil, fmt.Errorf("%s: document %d (%s %q): %w", file, i+1, head.Kind, head.Metadata.Name, err)
+		}
+		docs = append(docs, d)
+	}
+	if len(docs) == 0 {
+		return nil, fmt.Errorf("%s: no documents", file)
+	}
+	return docs, nil
+}
+
+func applyDocument(ctx context.Context, c client.Client, d document) (string, error) {
+	switch {
+	case d.gitRepo != nil:
+		return applyGitRepo(ctx, c, *d.gitRepo)
+	case d.cluster != nil:
+		res, err := updateInventory(ctx, c, inventory.UpdateUpsertCluster, *d.cluster)
+		return changeMessage("cluster", d.name, res), err
+	default:
+		res, err := updateInventory(ctx, c, inventory.UpdateUpsertClusterGroup, *d.group)
+		return changeMessage("clustergroup", d.name, res), err
+	}
+}
+
+func changeMessage(kind, name string, res inventory.ChangeResult) string {
+	if res.Changed {
+		return fmt.Sprintf("%s/%s configured", kind, name)
+	}
+	return fmt.Sprintf("%s/%s unchanged", kind, name)
+}
+
+// applyGitRepo starts the GitRepo's workflow, or hands a running one the new spec.
+func applyGitRepo(ctx context.Context, c client.Client, gr fleet.GitRepo) (string, error) {
+	gr.APIVersion, gr.Kind = fleet.APIVersion, fleet.KindGitRepo
+	if err := workflows.ValidateGitRepo(gr); err != nil {
+		return "", err
+	}
+	_, err := c.SignalWithStartWorkflow(ctx, workflows.GitRepoWorkflowID(gr.Metadata.Name), workflows.SignalSpec, gr,
+		client.StartWorkflowOptions{
+			TaskQueue:     workflows.TaskQueue,
+			StaticSummary: "GitRepo " + gr.Metadata.Name + " from " + gr.Spec.Repo,
+		}, workflows.GitRepoWorkflow, workflows.GitRepoInput{GitRepo: gr})
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("gitrepo/%s configured", gr.Metadata.Name), nil
+}
+
+// updateInventory runs a validated update on the inventory workflow, starting it if needed.
+func updateInventory(ctx context.Context, c client.Client, update string, arg any) (inventory.ChangeResult, error) {
+	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       inventory.WorkflowID,
+		TaskQueue:                workflows.TaskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		StaticSummary:            "Flotilla cluster inventory",
+	}, workflows.InventoryWorkflow, workflows.InventoryInput{})
+	if err != nil {
+		return inventory.ChangeResult{}, fmt.Errorf("starting the inventory: %w", err)
+	}
+	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID:   inventory.WorkflowID,
+		UpdateName:   update,
+		Args:         []any{arg},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		return inventory.ChangeResult{}, err
+	}
+	var res inventory.ChangeResult
+	if err := h.Get(ctx, &res); err != nil {
+		return inventory.ChangeResult{}, err
+	}
+	return res, nil
+}

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-gitops/flotilla/fleet"
+	"github.com/flotilla-gitops/flotilla/inventory"
+)
+
+func newClusterCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "cluster", Short: "Register, list and remove clusters"}
+	cmd.AddCommand(newClusterAddCmd(g), newClusterListCmd(g), newClusterRemoveCmd(g))
+	return cmd
+}
+
+func parsePairs(flag string, pairs []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, p := range pairs {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--%s %q: want key=value", flag, p)
+		}
+		out[k] = v
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+func newClusterAddCmd(g *globals) *cobra.Command {
+	var kubeconfig, kubeContext, valuesFile string
+	var labels, annotations []string
+	cmd := &cobra.Command{
+		Use:   "add NAME --kubeconfig PATH [--label k=v]... [--annotation k=v]... [--values FILE]",
+		Short: "Register a cluster, or update it when it exists (only the kubeconfig's path is stored, never its content)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if kubeconfig == "" {
+				return errors.New("--kubeconfig PATH is required")
+			}
+			abs, err := filepath.Abs(kubeconfig)
+			if err != nil {
+				return err
+			}
+			if _, err := os.Stat(abs); err != nil {
+				return fmt.Errorf("--kubeconfig: %w", err)
+			}
+			c := fleet.Cluster{APIVersion: fleet.APIVersion, Kind: fleet.KindCluster,
+				Metadata: fleet.ObjectMeta{Name: args[0], Namespace: fleet.DefaultNamespace},
+				Spec:     fleet.ClusterSpec{KubeConfigPath: abs, KubeConfigContext: kubeContext}}
+			if c.Metadata.Labels, err = parsePairs("label", labels); err != nil {
+				return err
+			}
+			if c.Metadata.Annotations, err = parsePairs("annotation", annotations); err != nil {
+				return err
+			}
+			if valuesFile != "" {
+				data, err := os.ReadFile(valuesFile)
+				if err != nil {
+					return fmt.Errorf("--values: %w", err)
+				}
+				if err := yaml.Unmarshal(data, &c.Spec.TemplateValues); err != nil {
+					return fmt.Errorf("--values %s: %w", valuesFile, err)
+				}
+			}
+			if err := inventory.ValidateCluster(c); err != nil {
+				return err
+			}
+			cl, err := g.dial()
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			ctx, cancel := g.ctx()
+			defer cancel()
+			res, err := updateInventory(ctx, cl, inventory.UpdateUpsertCluster, c)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), changeMessage("cluster", c.Metadata.Name, res))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file on the worker's host")
+	cmd.Flags().StringVar(&kubeContext, "context", "", "kubeconfig context (default: its current context)")
+	cmd.Flags().StringArrayVar(&labels, "label", nil, "cluster label k=v (repeatable)")
+	cmd.Flags().StringArrayVar(&annotations, "annotation", nil, "cluster annotation k=v (repeatable)")
+	cmd.Flags().StringVar(&valuesFile, "values", "", "YAML file with the cluster's templateValues")
+	return cmd
+}
+
+func newClusterListCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List registered clusters",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, err := g.dial()
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			ctx, cancel := g.ctx()
+			defer cancel()
+			v, err := cl.QueryWorkflow(ctx, inventory.WorkflowID, "", inventory.QueryInventory)
+			if err != nil {
+				return fmt.Errorf("reading the inventory: %w", err)
+			}
+			var inv inventory.Inventory
+			if err := v.Get(&inv); err != nil {
+				return err
+			}
+			if g.output != "table" && g.output != "" {
+				return printStructured(cmd.OutOrStdout(), g.output, inv)
+			}
+			w := tabWriter(cmd.OutOrStdout())
+			fmt.Fprintln(w, "NAME\tLABELS\tKUBECONFIG")
+			for _, c := range inv.Clusters {
+				fmt.Fprintf(w, "%s\t%s\t%s\n", c.Metadata.Name, labelList(c.Metadata.Labels), c.Spec.KubeConfigPath)
+			}
+			return w.Flush()
+		},
+	}
+	addOutputFlag(cmd, g)
+	return cmd
+}
+
+func newClusterRemoveCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "remove NAME",
+		Short: "Remove a cluster from the inventory (GitRepos uninstall from it at their next sync)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := g.dial()
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			ctx, cancel := g.ctx()
+			defer cancel()
+			res, err := updateInventory(ctx, cl, inventory.UpdateRemoveCluster, inventory.RemoveInput{Name: args[0]})
+			if err != nil {
+				return err
+			}
+			if !res.Changed {
+				return fmt.Errorf("cluster %q is not registered", args[0])
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "cluster/%s removed\n", args[0])
+			return nil
+		},
+	}
+}
+
+func labelList(l map[string]string) string {
+	keys := make([]string, 0, len(l))
+	for k := range l {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, k+"="+l[k])
+	}
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,80 @@
+// Command flotilla is the operator's CLI: register clusters, apply GitRepos, read status, sync, pause.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+)
+
+// exitError carries a specific exit code (e.g. 3: not ready before --timeout).
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+
+func main() {
+	root := newRoot()
+	if err := root.Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		var ee *exitError
+		if errors.As(err, &ee) {
+			os.Exit(ee.code)
+		}
+		os.Exit(1)
+	}
+}
+
+type globals struct {
+	address   string
+	namespace string
+	output    string
+	timeout   time.Duration
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func newRoot() *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:           "flotilla",
+		Short:         "GitOps delivery of Helm charts, manifests and kustomizations to fleets of clusters, on Temporal",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&g.address, "address", envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend host:port (env TEMPORAL_ADDRESS)")
+	root.PersistentFlags().StringVar(&g.namespace, "namespace", envOr("TEMPORAL_NAMESPACE", "default"), "Temporal namespace (env TEMPORAL_NAMESPACE)")
+	root.PersistentFlags().DurationVar(&g.timeout, "request-timeout", 30*time.Second, "timeout of each call to Temporal")
+	root.AddCommand(newApplyCmd(g), newClusterCmd(g), newGetCmd(g), newStatusCmd(g),
+		newSignalCmd(g, "sync", "Poll the GitRepo's repository now", signalSync),
+		newSignalCmd(g, "pause", "Stop changes from reaching clusters (status shows OutOfSync)", signalPause),
+		newSignalCmd(g, "resume", "Let changes reach clusters again", signalResume),
+		newSignalCmd(g, "delete", "Uninstall the GitRepo from every cluster and end its workflow", signalDelete),
+	)
+	return root
+}
+
+func (g *globals) dial() (client.Client, error) {
+	c, err := client.Dial(client.Options{HostPort: g.address, Namespace: g.namespace, Logger: sdklog.NewStructuredLogger(discardLogger())})
+	if err != nil {
+		return nil, fmt.Errorf("connecting to Temporal at %s: %w", g.address, err)
+	}
+	return c, nil
+}
+
+func (g *globals) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), g.timeout)
+}

@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/flotilla-gitops/flotilla/workflows"
+)
+
+func queryStatus(ctx context.Context, c client.Client, name string) (workflows.GitRepoStatus, error) {
+	var st workflows.GitRepoStatus
+	v, err := c.QueryWorkflow(ctx, workflows.GitRepoWorkflowID(name), "", workflows.QueryStatus)
+	if err != nil {
+		return st, fmt.Errorf("gitrepo %q: %w", name, err)
+	}
+	return st, v.Get(&st)
+}
+
+func newStatusCmd(g *globals) *cobra.Command {
+	var wait, watch bool
+	var waitTimeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "status NAME",
+		Short: "Show a GitRepo's status per cluster and bundle (--wait: until every cluster is Ready)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.dial()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			out := cmd.OutOrStdout()
+			if !wait && !watch {
+				ctx, cancel := g.ctx()
+				defer cancel()
+				st, err := queryStatus(ctx, c, args[0])
+				if err != nil {
+					return err
+				}
+				return printStatus(out, g.output, st)
+			}
+			deadline := time.Now().Add(waitTimeout)
+			last := ""
+			for {
+				ctx, cancel := g.ctx()
+				st, err := queryStatus(ctx, c, args[0])
+				cancel()
+				if err == nil {
+					line := progressLine(st)
+					if line != last {
+						fmt.Fprintf(cmd.ErrOrStderr(), "%s %s\n", time.Now().Format("15:04:05"), line)
+						last = line
+					}
+					if wait && allReady(st) {
+						return printStatus(out, g.output, st)
+					}
+				}
+				if time.Now().After(deadline) {
+					if err == nil {
+						_ = printStatus(out, g.output, st)
+						return &exitError{code: 3, err: fmt.Errorf("gitrepo %q not ready after %s: %s", args[0], waitTimeout, st.Message)}
+					}
+					return &exitError{code: 3, err: err}
+				}
+				time.Sleep(time.Second)
+			}
+		},
+	}
+	addOutputFlag(cmd, g)
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait until every targeted cluster is Ready")
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "print progress as it changes until --timeout")
+	cmd.Flags().DurationVar(&waitTimeout, "timeout", 5*time.Minute, "how long --wait and --watch last")
+	return cmd
+}
+
+func allReady(st workflows.GitRepoStatus) bool {
+	return st.Commit != "" && st.DesiredReadyClusters > 0 && st.ReadyClusters == st.DesiredReadyClusters && st.Error == ""
+}
+
+func progressLine(st workflows.GitRepoStatus) string {
+	return fmt.Sprintf("%s: %s (commit %s)", st.Name, st.Message, shortCommit(st.Commit))
+}
+
+func shortCommit(c string) string {
+	if len(c) > 12 {
+		return c[:12]
+	}
+	return c
+}
+
+func printStatus(w io.Writer, format string, st workflows.GitRepoStatus) error {
+	if format != "table" && format != "" {
+		return printStructured(w, format, st)
+	}
+	fmt.Fprintf(w, "GitRepo %s  repo %s  commit %s\nState %s: %s\n\n", st.Name, st.Repo, shortCommit(st.Commit), st.State, st.Message)
+	tw := tabWriter(w)
+	fmt.Fprintln(tw, "CLUSTER\tBUNDLE\tSTATE\tREADY\tMESSAGE")
+	for _, c := range st.Clusters {
+		fmt.Fprintf(tw, "%s\t\t%s\t%d/%d\t%s\n", c.Name, c.State, c.ResourceCounts.Ready, c.ResourceCounts.DesiredReady, oneLine(c.Message))
+		for _, b := range c.Bundles {
+			fmt.Fprintf(tw, "\t%s\t%s\t%d/%d\t%s\n", b.Name, b.State, b.ResourceCounts.Ready, b.ResourceCounts.DesiredReady, oneLine(b.Message))
+		}
+	}
+	return tw.Flush()
+}
+
+func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
+
+func newGetCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "get", Short: "List resources"}
+	list := &cobra.Command{
+		Use:     "gitrepos",
+		Aliases: []string{"gitrepo"},
+		Short:   "List GitRepos with their state, ready clusters and commit",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.dial()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			ctx, cancel := g.ctx()
+			defer cancel()
+			resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+				Query: "WorkflowType = 'GitRepoWorkflow' AND ExecutionStatus = 'Running'",
+			})
+			if err != nil {
+				return err
+			}
+			type row struct {
+				Name   string `json:"name"`
+				Repo   string `json:"repo"`
+				State  string `json:"state"`
+				Ready  string `json:"ready"`
+				Commit string `json:"commit"`
+			}
+			rows := []row{}
+			dc := converter.GetDefaultDataConverter()
+			for _, e := range resp.Executions {
+				sa := e.GetSearchAttributes().GetIndexedFields()
+				get := func(k string) string {
+					var s string
+					if p := sa[k]; p != nil {
+						_ = dc.FromPayload(p, &s)
+					}
+					return s
+				}
+				rows = append(rows, row{Name: get("FlotillaGitRepo"), Repo: get("FlotillaRepo"), State: get("FlotillaState"),
+					Ready: get("FlotillaReady"), Commit: get("FlotillaCommit")})
+			}
+			if g.output != "table" && g.output != "" {
+				return printStructured(cmd.OutOrStdout(), g.output, rows)
+			}
+			tw := tabWriter(cmd.OutOrStdout())
+			fmt.Fprintln(tw, "NAME\tREPO\tSTATE\tREADY\tCOMMIT")
+			for _, r := range rows {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, r.Repo, r.State, r.Ready, shortCommit(r.Commit))
+			}
+			return tw.Flush()
+		},
+	}
+	addOutputFlag(list, g)
+	cmd.AddCommand(list)
+	return cmd
+}
+
+type signalKind string
+
+const (
+	signalSync   signalKind = workflows.SignalSync
+	signalPause  signalKind = workflows.SignalPause
+	signalResume signalKind = workflows.SignalResume
+	signalDelete signalKind = workflows.SignalDelete
+)
+
+func newSignalCmd(g *globals, verb, short string, sig signalKind) *cobra.Command {
+	return &cobra.Command{
+		Use:   verb + " NAME",
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.dial()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			ctx, cancel := g.ctx()
+			defer cancel()
+			if err := c.SignalWorkflow(ctx, workflows.GitRepoWorkflowID(args[0]), "", string(sig), nil); err != nil {
+				return fmt.Errorf("gitrepo %q: %w", args[0], err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "gitrepo/%s: %s requested\n", args[0], verb)
+			return nil
+		},
+	}
+}

@@ -1,0 +1,178 @@
+package tests
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-gitops/flotilla/internal/localk8s"
+	"github.com/flotilla-gitops/flotilla/tests/harness"
+	"github.com/flotilla-gitops/flotilla/workflows"
+)
+
+// The example GitRepo of `make up` lands on three clusters, each with its own templated values.
+func TestExampleGitRepoDeploysToThreeClustersWithTheirOwnValues(t *testing.T) {
+	envs := []string{"dev", "test", "prod"}
+	var clusters []localk8s.ClusterOptions
+	for _, e := range envs {
+		clusters = append(clusters, localk8s.ClusterOptions{Name: e, Workloads: true})
+	}
+	s := harness.Start(t, harness.Options{Clusters: clusters})
+	repo := s.NewRepo(nil)
+	repo.CopyExample()
+	for _, e := range envs {
+		var values map[string]any
+		data, err := os.ReadFile(filepath.Join(harness.Root(), "examples", "clusters", e+".yaml"))
+		require.NoError(t, err)
+		require.NoError(t, yaml.Unmarshal(data, &values))
+		s.AddCluster(e, e, map[string]string{"env": e}, values)
+	}
+	gitrepo, err := os.ReadFile(filepath.Join(harness.Root(), "examples", "gitrepo.yaml"))
+	require.NoError(t, err)
+	s.Apply(strings.ReplaceAll(strings.ReplaceAll(string(gitrepo), "REPO_URL", repo.URL()), "15s", "1s"))
+
+	st := s.WaitStatus("example", 3*time.Minute, "every cluster Ready", harness.AllReady)
+	require.Equal(t, 3, st.DesiredReadyClusters)
+	require.Equal(t, workflows.Summary{DesiredReady: 9, Ready: 9}, st.Summary, "3 bundles × 3 clusters")
+	require.ElementsMatch(t, []string{"example-guestbook", "example-config", "example-podinfo-kustomize"}, st.Bundles)
+
+	for _, e := range envs {
+		rels := s.Releases(e, "example")
+		require.Len(t, rels, 3, "helm list on %s", e)
+		for name, r := range rels {
+			require.Equal(t, "deployed", r.Status, "release %s on %s", name, e)
+		}
+		cm := s.ConfigMapData(e, "guestbook", "guestbook-config")
+		require.Equal(t, "hello from "+e+" ("+e+")", cm["greeting"], "templated from .ClusterName and .ClusterLabels")
+		require.Equal(t, e+".flotilla.example", cm["fqdn"], "templated from .ClusterValues")
+		settings := s.ConfigMapData(e, "platform-config", "platform-settings")
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		dep, err := s.Kube(e).AppsV1().Deployments("podinfo").Get(ctx, e+"-podinfo", metav1GetOptions)
+		cancel()
+		require.NoError(t, err, "kustomize overlay %s", e)
+		if e == "prod" {
+			require.Equal(t, "critical", cm["tier"], "targetCustomization for env=prod")
+			require.Equal(t, "warn", settings["logLevel"], "yaml overlay for prod")
+			require.EqualValues(t, 3, *dep.Spec.Replicas)
+		} else {
+			require.Equal(t, "standard", cm["tier"])
+			require.Equal(t, "debug", settings["logLevel"])
+		}
+		require.Equal(t, *dep.Spec.Replicas, dep.Status.ReadyReplicas, "kwok makes the Deployment Ready on %s", e)
+	}
+}
+
+// Fleet's pain #1: one cluster lacking a template value must fail alone, visibly, and heal when the value arrives.
+func TestMissingTemplateValueFailsOnlyThatCluster(t *testing.T) {
+	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a"}, {Name: "b"}}})
+	repo := s.NewRepo(map[string]string{
+		"web/fleet.yaml": `defaultNamespace: web
+helm:
+  chart: ./chart
+  values:
+    fqdn: ${ .ClusterValues.generated.cluster_metadata.fqdn }
+`,
+		"web/chart/Chart.yaml":               "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+		"web/chart/templates/configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n  fqdn: {{ .Values.fqdn | quote }}\n",
+	})
+	fqdn := func(v string) map[string]any {
+		return map[string]any{"generated": map[string]any{"cluster_metadata": map[string]any{"fqdn": v}}}
+	}
+	s.AddCluster("edge-1", "a", map[string]string{"region": "edge"}, fqdn("edge-1.example.com"))
+	s.AddCluster("edge-2", "b", map[string]string{"region": "edge"}, map[string]any{"generated": map[string]any{}})
+	s.Apply(harness.GitRepoYAML("edges", repo.URL(), `  paths: [web]
+  targets:
+  - clusterSelector: {matchLabels: {region: edge}}
+`))
+
+	st := s.WaitStatus("edges", 2*time.Minute, "edge-1 Ready and edge-2 failed", func(st workflows.GitRepoStatus) bool {
+		one, _ := harness.Cluster(st, "edge-1")
+		two, _ := harness.Cluster(st, "edge-2")
+		return one.State == workflows.StateReady && two.State == workflows.StateErrApplied
+	})
+	require.Equal(t, 1, st.ReadyClusters)
+	require.Equal(t, 2, st.DesiredReadyClusters)
+	require.Contains(t, st.Message, "1/2 clusters ready")
+	require.Contains(t, st.Message, `cluster "edge-2"`)
+	require.Contains(t, st.Message, `map has no entry for key "fqdn"`)
+	two, _ := harness.Cluster(st, "edge-2")
+	require.Contains(t, two.Message, `bundle "web"`)
+	require.Contains(t, two.Message, `map has no entry for key "fqdn"`)
+	require.Equal(t, "edge-1.example.com", s.ConfigMapData("a", "web", "web")["fqdn"], "the healthy cluster deployed")
+	require.Nil(t, s.ConfigMapData("b", "web", "web"), "nothing half-rendered reached the failing cluster")
+
+	// The CLI shows the same, by name.
+	out := s.CLIRun("status", "edges")
+	require.Contains(t, out, "edge-2")
+	require.Contains(t, out, `map has no entry for key "fqdn"`)
+
+	// The Web UI's list finds the failing GitRepo and the failing cluster's workflow by search attribute.
+	require.Eventually(t, func() bool {
+		return s.CountWorkflows("FlotillaGitRepo = 'edges' AND FlotillaHasError = true AND WorkflowType = 'GitRepoWorkflow'") == 1 &&
+			s.CountWorkflows("FlotillaCluster = 'edge-2' AND FlotillaState = 'ErrApplied'") == 1
+	}, 30*time.Second, 250*time.Millisecond)
+
+	// The value arrives; the next sync deploys it, with no restart.
+	s.AddCluster("edge-2", "b", map[string]string{"region": "edge"}, fqdn("edge-2.example.com"))
+	s.WaitStatus("edges", 2*time.Minute, "both clusters Ready", harness.AllReady)
+	require.Equal(t, "edge-2.example.com", s.ConfigMapData("b", "web", "web")["fqdn"])
+}
+
+// A new commit is deployed at the next poll; an unchanged commit costs one ls-remote: no clone, no plan,
+// no new Helm revision.
+func TestNewCommitDeploysAtNextPollAndUnchangedCommitChangesNothing(t *testing.T) {
+	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a"}}})
+	repo := s.NewRepo(map[string]string{
+		"app/fleet.yaml": "defaultNamespace: app\n",
+		"app/cm.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  version: one\n",
+	})
+	s.AddCluster("a", "a", map[string]string{"env": "dev"}, nil)
+	s.Apply(harness.GitRepoYAML("polling", repo.URL(), "  paths: [app]\n  targets: [{clusterName: a}]\n"))
+	first := s.WaitStatus("polling", 2*time.Minute, "Ready", harness.AllReady)
+	id := workflows.GitRepoWorkflowID("polling")
+
+	// Several polls of the same commit.
+	polled := first.LastPolled
+	for i := 0; i < 4; i++ {
+		st := s.WaitStatus("polling", 30*time.Second, "another poll", func(st workflows.GitRepoStatus) bool { return st.LastPolled.After(polled) })
+		polled = st.LastPolled
+	}
+	require.Equal(t, 1, s.ActivityCount(id, "Plan"), "an unchanged commit is never planned (cloned) again")
+	require.Greater(t, s.ActivityCount(id, "Poll"), 4)
+	require.Len(t, s.History("a", "app", "polling-app"), 1, "no new Helm revision for an unchanged commit")
+
+	head := repo.Commit(map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  version: two\n"}, "two")
+	s.WaitStatus("polling", time.Minute, "the new commit Ready", func(st workflows.GitRepoStatus) bool {
+		return st.Commit == head && harness.AllReady(st)
+	})
+	require.Equal(t, "two", s.ConfigMapData("a", "app", "app")["version"])
+	require.Equal(t, 2, s.ActivityCount(id, "Plan"))
+	require.Len(t, s.History("a", "app", "polling-app"), 2)
+}
+
+// The documented `temporal workflow start` input works against the dev server, and so does the status query.
+func TestTemporalCLIStartsAGitRepoWithTheDocumentedJSON(t *testing.T) {
+	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a"}}})
+	repo := s.NewRepo(map[string]string{"hello/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: hello\ndata:\n  a: b\n"})
+	s.AddCluster("a", "a", map[string]string{"env": "dev"}, nil)
+	input := `{"apiVersion":"fleet.cattle.io/v1alpha1","kind":"GitRepo","metadata":{"name":"from-cli"},` +
+		`"spec":{"repo":"` + repo.URL() + `","branch":"main","pollingInterval":"1s","targets":[{"clusterSelector":{"matchLabels":{"env":"dev"}}}]}}`
+	temporal := filepath.Join(harness.BinDir(), "temporal")
+	out, err := exec.Command(temporal, "workflow", "start", "--address", s.Temporal.Address(),
+		"--type", "GitRepoWorkflow", "--task-queue", "flotilla", "--workflow-id", "gitrepo/from-cli", "--input", input).CombinedOutput()
+	require.NoError(t, err, string(out))
+	s.WaitStatus("from-cli", 2*time.Minute, "Ready", harness.AllReady)
+	require.Equal(t, "b", s.ConfigMapData("a", "default", "hello")["a"])
+
+	out, err = exec.Command(temporal, "workflow", "query", "--address", s.Temporal.Address(),
+		"--workflow-id", "gitrepo/from-cli", "--type", "status").CombinedOutput()
+	require.NoError(t, err, string(out))
+	require.Contains(t, string(out), `"readyClusters": 1`)
+}

@@ -1,0 +1,362 @@
+// Package harness starts a real Flotilla stack for end-to-end tests: kube-apiservers (with kwok where
+// workloads must become Ready), the Temporal dev server, the flotilla-worker binary and git repositories,
+// all on loopback, in t.TempDir(), and stopped by PID when the test ends.
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-gitops/flotilla/agentclient"
+	"github.com/flotilla-gitops/flotilla/internal/devenv"
+	"github.com/flotilla-gitops/flotilla/internal/localk8s"
+	"github.com/flotilla-gitops/flotilla/internal/proc"
+	"github.com/flotilla-gitops/flotilla/internal/tempdev"
+	"github.com/flotilla-gitops/flotilla/workflows"
+)
+
+// Root is the repository checkout.
+func Root() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// BinDir holds the built tools and Flotilla's binaries (FLOTILLA_BIN, default <root>/bin).
+func BinDir() string {
+	if d := os.Getenv("FLOTILLA_BIN"); d != "" {
+		return d
+	}
+	return filepath.Join(Root(), "bin")
+}
+
+// RequireBinaries skips nothing: a missing binary is a failed setup, with the command that builds it.
+func RequireBinaries(t *testing.T) {
+	t.Helper()
+	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "temporal", "flotilla-worker", "flotilla"} {
+		if _, err := os.Stat(filepath.Join(BinDir(), b)); err != nil {
+			t.Fatalf("%s missing in %s: run `make tools build` (make test does it)", b, BinDir())
+		}
+	}
+}
+
+// Stack is one running Flotilla installation.
+type Stack struct {
+	t        *testing.T
+	Dir      string
+	K8s      *localk8s.Env
+	Temporal *tempdev.Server
+	Worker   *proc.Process
+	Client   client.Client
+	CLI      devenv.CLI
+	pool     *agentclient.Pool
+}
+
+// Options choose the clusters of a stack.
+type Options struct {
+	Clusters []localk8s.ClusterOptions
+}
+
+// Start brings a stack up and registers its teardown.
+func Start(t *testing.T, o Options) *Stack {
+	t.Helper()
+	RequireBinaries(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	s := &Stack{t: t, Dir: t.TempDir(), pool: agentclient.NewPool(nil)}
+	k8s, err := localk8s.Start(ctx, localk8s.Options{Dir: filepath.Join(s.Dir, "clusters"), BinDir: BinDir(), Clusters: o.Clusters,
+		Logger: func(f string, a ...any) { t.Logf("localk8s: "+f, a...) }})
+	require.NoError(t, err)
+	s.K8s = k8s
+	t.Cleanup(func() { _ = k8s.Stop() })
+	tmp, err := tempdev.Start(ctx, tempdev.Options{Bin: filepath.Join(BinDir(), "temporal"), Dir: filepath.Join(s.Dir, "temporal"),
+		SearchAttributes: workflows.SearchAttributes, LogFile: filepath.Join(s.Dir, "temporal.log")})
+	require.NoError(t, err)
+	s.Temporal = tmp
+	t.Cleanup(func() { _ = tmp.Stop() })
+	c, err := client.Dial(client.Options{HostPort: tmp.Address(), Logger: sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))})
+	require.NoError(t, err)
+	s.Client = c
+	t.Cleanup(c.Close)
+	s.CLI = devenv.CLI{Bin: filepath.Join(BinDir(), "flotilla"), Address: tmp.Address()}
+	s.StartWorker()
+	t.Cleanup(func() {
+		if s.Worker != nil {
+			_ = s.Worker.Stop(5 * time.Second)
+		}
+		if t.Failed() {
+			dumpLog(t, filepath.Join(s.Dir, "worker.log"))
+		}
+	})
+	return s
+}
+
+func dumpLog(t *testing.T, path string) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	lines := strings.Split(string(data), "\n")
+	if len(lines) > 80 {
+		lines = lines[len(lines)-80:]
+	}
+	t.Logf("last lines of %s:\n%s", path, strings.Join(lines, "\n"))
+}
+
+// StartWorker starts the flotilla-worker binary (again).
+func (s *Stack) StartWorker() {
+	w, err := devenv.StartWorker(devenv.WorkerOptions{Bin: BinDir(), Address: s.Temporal.Address(),
+		CacheDir: filepath.Join(s.Dir, "gitcache"), LogFile: filepath.Join(s.Dir, "worker.log")})
+	require.NoError(s.t, err)
+	s.Worker = w
+}
+
+// KillWorker kills the worker with SIGKILL, as a crash would.
+func (s *Stack) KillWorker() {
+	require.NoError(s.t, s.Worker.Kill())
+	s.Worker = nil
+}
+
+// CLIRun runs bin/flotilla and fails the test on error.
+func (s *Stack) CLIRun(args ...string) string {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := s.CLI.Output(ctx, args...)
+	require.NoError(s.t, err)
+	return out
+}
+
+// AddCluster registers a cluster with labels and templateValues through the CLI.
+func (s *Stack) AddCluster(name, backing string, labels map[string]string, values map[string]any) {
+	s.t.Helper()
+	args := []string{"cluster", "add", name, "--kubeconfig", s.K8s.Kubeconfig(backing)}
+	for k, v := range labels {
+		args = append(args, "--label", k+"="+v)
+	}
+	if values != nil {
+		data, err := yaml.Marshal(values)
+		require.NoError(s.t, err)
+		f := filepath.Join(s.Dir, "values-"+name+".yaml")
+		require.NoError(s.t, os.WriteFile(f, data, 0o644))
+		args = append(args, "--values", f)
+	}
+	s.CLIRun(args...)
+}
+
+// Apply applies a YAML document through the CLI.
+func (s *Stack) Apply(doc string) {
+	s.t.Helper()
+	f, err := os.CreateTemp(s.Dir, "apply-*.yaml")
+	require.NoError(s.t, err)
+	_, err = f.WriteString(doc)
+	require.NoError(s.t, err)
+	require.NoError(s.t, f.Close())
+	s.CLIRun("apply", "-f", f.Name())
+}
+
+// Status queries a GitRepo's status.
+func (s *Stack) Status(name string) (workflows.GitRepoStatus, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var st workflows.GitRepoStatus
+	v, err := s.Client.QueryWorkflow(ctx, workflows.GitRepoWorkflowID(name), "", workflows.QueryStatus)
+	if err != nil {
+		return st, err
+	}
+	return st, v.Get(&st)
+}
+
+// WaitStatus polls the status until cond holds, and fails with the last status when it never does.
+func (s *Stack) WaitStatus(name string, timeout time.Duration, what string, cond func(workflows.GitRepoStatus) bool) workflows.GitRepoStatus {
+	s.t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last workflows.GitRepoStatus
+	var lastErr error
+	for time.Now().Before(deadline) {
+		st, err := s.Status(name)
+		if err == nil && cond(st) {
+			return st
+		}
+		last, lastErr = st, err
+		time.Sleep(250 * time.Millisecond)
+	}
+	b, _ := json.MarshalIndent(last, "", "  ")
+	s.t.Fatalf("gitrepo %s: %s not reached within %s (last error %v); last status:\n%s", name, what, timeout, lastErr, b)
+	return last
+}
+
+// AllReady reports whether every targeted cluster is Ready at a commit.
+func AllReady(st workflows.GitRepoStatus) bool {
+	return st.Commit != "" && st.DesiredReadyClusters > 0 && st.ReadyClusters == st.DesiredReadyClusters
+}
+
+// Cluster returns one cluster's status.
+func Cluster(st workflows.GitRepoStatus, name string) (workflows.ClusterStatus, bool) {
+	for _, c := range st.Clusters {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return workflows.ClusterStatus{}, false
+}
+
+// Helm returns a Helm/Kubernetes handle on a backing cluster.
+func (s *Stack) Helm(backing string) *agentclient.Client {
+	s.t.Helper()
+	c, err := s.pool.Get(agentclient.Config{KubeconfigPath: s.K8s.Kubeconfig(backing)})
+	require.NoError(s.t, err)
+	return c
+}
+
+// Repo is a git repository fixture served over file://.
+type Repo struct {
+	t   *testing.T
+	Dir string
+}
+
+// URL is the repository's clone URL.
+func (r *Repo) URL() string { return "file://" + r.Dir }
+
+// NewRepo creates a repository with the given files (path → content) committed on main.
+func (s *Stack) NewRepo(files map[string]string) *Repo {
+	s.t.Helper()
+	r := &Repo{t: s.t, Dir: filepath.Join(s.Dir, fmt.Sprintf("repo-%d", time.Now().UnixNano()))}
+	require.NoError(s.t, os.MkdirAll(r.Dir, 0o755))
+	_, err := devenv.Git(r.Dir, "init", "-q", "-b", "main")
+	require.NoError(s.t, err)
+	r.Commit(files, "initial")
+	return r
+}
+
+// Commit writes files (an empty content deletes the file) and commits; it returns the new HEAD.
+func (r *Repo) Commit(files map[string]string, msg string) string {
+	r.t.Helper()
+	for p, content := range files {
+		full := filepath.Join(r.Dir, p)
+		if content == "" {
+			require.NoError(r.t, os.RemoveAll(full))
+			continue
+		}
+		require.NoError(r.t, os.MkdirAll(filepath.Dir(full), 0o755))
+		require.NoError(r.t, os.WriteFile(full, []byte(content), 0o644))
+	}
+	head, err := devenv.Commit(r.Dir, msg)
+	require.NoError(r.t, err)
+	return head
+}
+
+// CopyExample copies examples/repo into the repository and commits it.
+func (r *Repo) CopyExample() string {
+	r.t.Helper()
+	require.NoError(r.t, devenv.CopyTree(filepath.Join(Root(), "examples", "repo"), r.Dir))
+	head, err := devenv.Commit(r.Dir, "example bundles")
+	require.NoError(r.t, err)
+	return head
+}
+
+// GitRepoYAML renders a GitRepo document.
+func GitRepoYAML(name, repo string, extra string) string {
+	return fmt.Sprintf(`apiVersion: fleet.cattle.io/v1alpha1
+kind: GitRepo
+metadata:
+  name: %s
+spec:
+  repo: %s
+  branch: main
+  pollingInterval: 1s
+%s`, name, repo, extra)
+}
+
+// Kube returns a client-go clientset for a backing cluster.
+func (s *Stack) Kube(backing string) *kubernetes.Clientset {
+	s.t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", s.K8s.Kubeconfig(backing))
+	require.NoError(s.t, err)
+	cs, err := kubernetes.NewForConfig(cfg)
+	require.NoError(s.t, err)
+	return cs
+}
+
+// ConfigMapData reads a ConfigMap's data, or nil if it does not exist.
+func (s *Stack) ConfigMapData(backing, namespace, name string) map[string]string {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cm, err := s.Kube(backing).CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	return cm.Data
+}
+
+// Releases lists a GitRepo's Helm releases on a backing cluster, keyed by release name.
+func (s *Stack) Releases(backing, gitRepo string) map[string]agentclient.ReleaseState {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rels, err := s.Helm(backing).ListReleases(ctx, map[string]string{"flotilla.dev/gitrepo": gitRepo})
+	require.NoError(s.t, err)
+	out := map[string]agentclient.ReleaseState{}
+	for _, r := range rels {
+		out[r.Name] = r
+	}
+	return out
+}
+
+// History returns every stored revision of a release.
+func (s *Stack) History(backing, namespace, name string) []agentclient.ReleaseState {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	h, err := s.Helm(backing).History(ctx, namespace, name)
+	require.NoError(s.t, err)
+	return h
+}
+
+// ActivityCount counts how many times a workflow's current run scheduled an activity type.
+func (s *Stack) ActivityCount(workflowID, activityType string) int {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	it := s.Client.GetWorkflowHistory(ctx, workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	n := 0
+	for it.HasNext() {
+		ev, err := it.Next()
+		require.NoError(s.t, err)
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == activityType {
+			n++
+		}
+	}
+	return n
+}
+
+// CountWorkflows counts workflows matching a visibility query, as the Web UI's list does.
+func (s *Stack) CountWorkflows(query string) int64 {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := s.Client.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Query: query})
+	if err != nil {
+		s.t.Logf("count %q: %v", query, err)
+		return -1
+	}
+	return resp.GetCount()
+}

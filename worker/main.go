@@ -1,0 +1,132 @@
+// Command flotilla-worker runs Flotilla's workflows and activities on the `flotilla` task queue.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.uber.org/zap"
+	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-gitops/flotilla/activities"
+	"github.com/flotilla-gitops/flotilla/agentclient"
+	"github.com/flotilla-gitops/flotilla/internal/gitcache"
+	"github.com/flotilla-gitops/flotilla/internal/zaplog"
+	"github.com/flotilla-gitops/flotilla/inventory"
+	"github.com/flotilla-gitops/flotilla/workflows"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "flotilla-worker:", err)
+		os.Exit(1)
+	}
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func run() error {
+	defaultCache := filepath.Join(os.TempDir(), "flotilla-git")
+	if d, err := os.UserCacheDir(); err == nil {
+		defaultCache = filepath.Join(d, "flotilla", "git")
+	}
+	address := flag.String("address", envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend host:port (env TEMPORAL_ADDRESS)")
+	namespace := flag.String("namespace", envOr("TEMPORAL_NAMESPACE", "default"), "Temporal namespace (env TEMPORAL_NAMESPACE)")
+	taskQueue := flag.String("task-queue", workflows.TaskQueue, "task queue to poll")
+	cacheDir := flag.String("cache-dir", envOr("FLOTILLA_CACHE_DIR", defaultCache), "where git checkouts are cached")
+	credsFile := flag.String("git-credentials", os.Getenv("FLOTILLA_GIT_CREDENTIALS"), "YAML file mapping clientSecretName to {username, password}")
+	logLevel := flag.String("log-level", "info", "debug, info, warn or error")
+	devLog := flag.Bool("dev-log", false, "human-readable logs instead of JSON")
+	maxActivities := flag.Int("max-concurrent-activities", 200, "activities run at once by this worker")
+	flag.Parse()
+
+	log, err := zaplog.New(*logLevel, *devLog)
+	if err != nil {
+		return err
+	}
+	defer log.Sync() //nolint:errcheck
+
+	c, err := client.Dial(client.Options{HostPort: *address, Namespace: *namespace, Logger: zaplog.NewAdapter(log.Named("temporal"))})
+	if err != nil {
+		return fmt.Errorf("connecting to Temporal at %s: %w", *address, err)
+	}
+	defer c.Close()
+
+	cache := &gitcache.Cache{Dir: *cacheDir}
+	if *credsFile != "" {
+		creds, err := loadCredentials(*credsFile)
+		if err != nil {
+			return err
+		}
+		cache.Creds = creds
+	}
+	if err := ensureInventory(c); err != nil {
+		return err
+	}
+
+	w := worker.New(c, *taskQueue, worker.Options{
+		MaxConcurrentActivityExecutionSize:     *maxActivities,
+		MaxConcurrentWorkflowTaskExecutionSize: 100,
+	})
+	w.RegisterWorkflow(workflows.GitRepoWorkflow)
+	w.RegisterWorkflow(workflows.ClusterWorkflow)
+	w.RegisterWorkflow(workflows.InventoryWorkflow)
+	w.RegisterActivity(&activities.Activities{
+		Git:       cache,
+		Clusters:  agentclient.NewPool(log.Named("agentclient")),
+		Inventory: activities.TemporalInventory{Client: c},
+		Temporal:  c,
+		Log:       log.Named("activities"),
+	})
+
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
+	log.Info("worker starting", zap.String("address", *address), zap.String("namespace", *namespace), zap.String("taskQueue", *taskQueue))
+	if err := w.Start(); err != nil {
+		return err
+	}
+	<-stop
+	log.Info("worker stopping")
+	w.Stop()
+	return nil
+}
+
+// ensureInventory starts the inventory workflow if it is not running, so the Web UI shows it from the start.
+func ensureInventory(c client.Client) error {
+	_, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
+		ID:                       inventory.WorkflowID,
+		TaskQueue:                workflows.TaskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		StaticSummary:            "Flotilla cluster inventory",
+	}, workflows.InventoryWorkflow, workflows.InventoryInput{})
+	if err != nil {
+		return fmt.Errorf("starting the inventory workflow: %w", err)
+	}
+	return nil
+}
+
+func loadCredentials(path string) (gitcache.BasicAuth, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var creds gitcache.BasicAuth
+	if err := yaml.Unmarshal(data, &creds); err != nil {
+		// The file's content is never echoed: it holds secrets.
+		return nil, fmt.Errorf("%s: not a YAML map of name: {username, password}", path)
+	}
+	return creds, nil
+}

@@ -1,0 +1,429 @@
+package workflows
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/flotilla-gitops/flotilla/activities"
+)
+
+// ClusterWorkflowInput starts the workflow that keeps one GitRepo's bundles applied and checked on one cluster.
+type ClusterWorkflowInput struct {
+	Target        activities.ClusterTarget `json:"target"`
+	Generation    int64                    `json:"generation"`
+	Paused        bool                     `json:"paused,omitempty"`
+	CheckInterval time.Duration            `json:"checkInterval,omitempty"`
+	// Carry is the state handed over by continue-as-new; a fresh start leaves it empty.
+	Carry *ClusterCarry `json:"carry,omitempty"`
+}
+
+// DesiredUpdate is the parent's `desired` signal: what this cluster should run now.
+type DesiredUpdate struct {
+	Target        activities.ClusterTarget `json:"target"`
+	Generation    int64                    `json:"generation"`
+	Paused        bool                     `json:"paused,omitempty"`
+	CheckInterval time.Duration            `json:"checkInterval,omitempty"`
+}
+
+// RemoveRequest is the parent's `remove` signal.
+type RemoveRequest struct {
+	KeepResources bool `json:"keepResources,omitempty"`
+}
+
+// ClusterReport is a child's status report to its GitRepo, sent only when the status changed.
+type ClusterReport struct {
+	Cluster string        `json:"cluster"`
+	Status  ClusterStatus `json:"status"`
+	Removed bool          `json:"removed,omitempty"`
+}
+
+// ClusterCarry is what a cluster workflow keeps across continue-as-new.
+type ClusterCarry struct {
+	Status       ClusterStatus           `json:"status"`
+	Failures     map[string]applyFailure `json:"failures,omitempty"`
+	LastReported string                  `json:"lastReported,omitempty"`
+	PromptStep   int                     `json:"promptStep,omitempty"`
+	FailStreak   int                     `json:"failStreak,omitempty"`
+}
+
+// applyFailure remembers a failed apply of one desired state, so it is retried with backoff, not in a loop.
+type applyFailure struct {
+	DesiredID string    `json:"desiredID"`
+	Message   string    `json:"message"`
+	Attempts  int       `json:"attempts"`
+	NextRetry time.Time `json:"nextRetry"`
+}
+
+const clusterMaxHistory = 2000
+
+type clusterRun struct {
+	in    ClusterWorkflowInput
+	carry ClusterCarry
+	a     *activities.Activities
+}
+
+// ClusterWorkflow applies a GitRepo's bundles to one cluster and keeps checking them. It is a long-lived
+// entity (ID gitrepo/<name>/cluster/<cluster>): its failures stay on its own branch, and the GitRepo learns
+// of them through status reports.
+func ClusterWorkflow(ctx workflow.Context, in ClusterWorkflowInput) error {
+	r := &clusterRun{in: in}
+	if in.Carry != nil {
+		r.carry = *in.Carry
+	}
+	if r.carry.Failures == nil {
+		r.carry.Failures = map[string]applyFailure{}
+	}
+	r.carry.Status.Name = in.Target.Cluster
+	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (ClusterStatus, error) {
+		return r.carry.Status, nil
+	}); err != nil {
+		return err
+	}
+	_ = workflow.UpsertTypedSearchAttributes(ctx,
+		SearchGitRepo.ValueSet(in.Target.GitRepo), SearchCluster.ValueSet(in.Target.Cluster))
+	return r.loop(ctx)
+}
+
+func (r *clusterRun) checkInterval() time.Duration {
+	if r.in.CheckInterval > 0 {
+		return r.in.CheckInterval
+	}
+	return DefaultCheckInterval
+}
+
+func (r *clusterRun) loop(ctx workflow.Context) error {
+	desiredCh := workflow.GetSignalChannel(ctx, SignalDesired)
+	removeCh := workflow.GetSignalChannel(ctx, SignalRemove)
+	checkCh := workflow.GetSignalChannel(ctx, SignalCheck)
+	dirty := true
+	var remove *RemoveRequest
+	var nextCheck time.Time
+	for {
+		if dirty || !workflow.Now(ctx).Before(nextCheck) {
+			delay := r.reconcile(ctx)
+			nextCheck = workflow.Now(ctx).Add(delay)
+			dirty = false
+		}
+		timerCtx, cancelTimer := workflow.WithCancel(ctx)
+		timer := workflow.NewTimer(timerCtx, nextCheck.Sub(workflow.Now(ctx)))
+		sel := workflow.NewSelector(ctx)
+		sel.AddReceive(desiredCh, func(c workflow.ReceiveChannel, _ bool) {
+			var d DesiredUpdate
+			c.Receive(ctx, &d)
+			r.setDesired(d)
+			dirty = true
+		})
+		sel.AddReceive(removeCh, func(c workflow.ReceiveChannel, _ bool) {
+			var rr RemoveRequest
+			c.Receive(ctx, &rr)
+			remove = &rr
+		})
+		sel.AddReceive(checkCh, func(c workflow.ReceiveChannel, _ bool) {
+			c.Receive(ctx, nil)
+			dirty = true
+		})
+		sel.AddFuture(timer, func(workflow.Future) {})
+		sel.Select(ctx)
+		cancelTimer()
+		// Coalesce a burst of signals into one reconcile.
+		dirty = r.drain(ctx, desiredCh, removeCh, checkCh, &remove) || dirty
+		if remove != nil {
+			return r.remove(ctx, *remove)
+		}
+		info := workflow.GetInfo(ctx)
+		if info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > clusterMaxHistory {
+			in := r.in
+			carry := r.carry
+			in.Carry = &carry
+			return workflow.NewContinueAsNewError(ctx, ClusterWorkflow, in)
+		}
+	}
+}
+
+func (r *clusterRun) drain(ctx workflow.Context, desiredCh, removeCh, checkCh workflow.ReceiveChannel, remove **RemoveRequest) bool {
+	dirty := false
+	for {
+		var d DesiredUpdate
+		if !desiredCh.ReceiveAsync(&d) {
+			break
+		}
+		r.setDesired(d)
+		dirty = true
+	}
+	for checkCh.ReceiveAsync(nil) {
+		dirty = true
+	}
+	var rr RemoveRequest
+	if removeCh.ReceiveAsync(&rr) {
+		*remove = &rr
+	}
+	return dirty
+}
+
+func (r *clusterRun) setDesired(d DesiredUpdate) {
+	if d.Generation < r.in.Generation {
+		return // a late signal from an older rollout
+	}
+	r.in.Target, r.in.Generation, r.in.Paused = d.Target, d.Generation, d.Paused
+	if d.CheckInterval > 0 {
+		r.in.CheckInterval = d.CheckInterval
+	}
+	r.carry.PromptStep = 0
+}
+
+// reconcile observes, decides, acts, reports, and returns how long to wait before the next check.
+func (r *clusterRun) reconcile(ctx workflow.Context) time.Duration {
+	now := workflow.Now(ctx)
+	st := &r.carry.Status
+	st.Generation = r.in.Generation
+	st.LastChecked = now
+	obs, err := r.observe(ctx)
+	if err != nil {
+		return r.unreachable(ctx, err)
+	}
+	var actions []activities.BundleAction
+	for _, o := range obs.Bundles {
+		f, failed := r.carry.Failures[o.Bundle]
+		if failed && f.DesiredID != o.DesiredID {
+			delete(r.carry.Failures, o.Bundle) // a new desired state deserves a fresh attempt
+			failed = false
+		}
+		due := !failed || !now.Before(f.NextRetry)
+		action, force := decide(decideInput{Obs: o, CorrectDrift: r.in.Target.Options.CorrectDrift, Paused: r.in.Paused, RetryDue: due})
+		if action != "" {
+			actions = append(actions, activities.BundleAction{Bundle: o.Bundle, Action: action, ExpectedID: o.DesiredID, Force: force})
+		}
+	}
+	if len(actions) > 0 {
+		res, err := r.apply(ctx, actions)
+		if err != nil {
+			return r.unreachable(ctx, err)
+		}
+		r.recordApply(ctx, res, obs)
+		if obs, err = r.observe(ctx); err != nil {
+			return r.unreachable(ctx, err)
+		}
+		r.carry.PromptStep = 0
+	}
+	r.carry.FailStreak = 0
+	st.Reachable, st.LastSeen, st.Message = true, now, ""
+	st.Commit = r.in.Target.Commit
+	st.Bundles = st.Bundles[:0]
+	for _, o := range obs.Bundles {
+		if !o.Deploy && o.Error == "" {
+			continue
+		}
+		failure := ""
+		if f, ok := r.carry.Failures[o.Bundle]; ok && f.DesiredID == o.DesiredID {
+			failure = f.Message
+		}
+		st.Bundles = append(st.Bundles, bundleStatus(o, failure))
+	}
+	summarizeCluster(st)
+	r.report(ctx, false)
+	return r.nextDelay(ctx, now)
+}
+
+// nextDelay checks promptly while something is converging, at the next retry when an apply failed,
+// and at the (jittered) check interval when all is quiet.
+func (r *clusterRun) nextDelay(ctx workflow.Context, now time.Time) time.Duration {
+	delay := r.jittered(ctx, r.checkInterval())
+	converging := false
+	for _, b := range r.carry.Status.Bundles {
+		if b.State == StateNotReady || b.State == StateWaitApplied {
+			converging = true
+		}
+	}
+	if converging {
+		d := PromptCheckFirst << r.carry.PromptStep
+		if d < delay {
+			delay = d
+			r.carry.PromptStep++
+		}
+	}
+	for _, f := range r.carry.Failures {
+		if d := f.NextRetry.Sub(now); d < delay {
+			delay = d
+		}
+	}
+	if delay < 100*time.Millisecond {
+		delay = 100 * time.Millisecond
+	}
+	return delay
+}
+
+// jittered spreads idle checks of many clusters over ±10% of the interval, deterministically per workflow.
+func (r *clusterRun) jittered(ctx workflow.Context, d time.Duration) time.Duration {
+	sum := sha256.Sum256([]byte(workflow.GetInfo(ctx).WorkflowExecution.ID))
+	frac := float64(binary.BigEndian.Uint16(sum[:2]))/65535.0*0.2 - 0.1
+	return d + time.Duration(float64(d)*frac)
+}
+
+func (r *clusterRun) recordApply(ctx workflow.Context, res activities.ApplyResult, obs activities.Observation) {
+	ids := map[string]string{}
+	for _, o := range obs.Bundles {
+		ids[o.Bundle] = o.DesiredID
+	}
+	now := workflow.Now(ctx)
+	for _, b := range res.Bundles {
+		if b.Error == "" || b.ErrorType == activities.ErrTypeStale {
+			delete(r.carry.Failures, b.Bundle)
+			continue
+		}
+		f := r.carry.Failures[b.Bundle]
+		f.DesiredID, f.Message = ids[b.Bundle], b.Error
+		f.Attempts++
+		f.NextRetry = now.Add(backoff(f.Attempts))
+		r.carry.Failures[b.Bundle] = f
+		workflow.GetLogger(ctx).Warn("bundle apply failed", "bundle", b.Bundle, "attempts", f.Attempts, "errorType", b.ErrorType)
+	}
+}
+
+func backoff(attempt int) time.Duration {
+	d := RetryFirst
+	for i := 1; i < attempt && d < RetryMax; i++ {
+		d *= 2
+	}
+	if d > RetryMax {
+		d = RetryMax
+	}
+	return d
+}
+
+// unreachable records that the cluster could not be observed or applied to, keeps the bundles' last known
+// state but never shows it as Ready, and backs off.
+func (r *clusterRun) unreachable(ctx workflow.Context, err error) time.Duration {
+	st := &r.carry.Status
+	st.Reachable = false
+	msg := errorMessage(err)
+	since := ""
+	if !st.LastSeen.IsZero() {
+		since = fmt.Sprintf(" (last successful check %s ago)", workflow.Now(ctx).Sub(st.LastSeen).Round(time.Second))
+	}
+	st.Message = fmt.Sprintf("cluster %q: %s%s", r.in.Target.Cluster, msg, since)
+	for i := range st.Bundles {
+		if st.Bundles[i].State == StateReady {
+			st.Bundles[i].State = StateNotReady
+			st.Bundles[i].Message = "cluster unreachable"
+		}
+	}
+	summarizeCluster(st)
+	r.carry.FailStreak++
+	r.report(ctx, false)
+	return backoff(r.carry.FailStreak)
+}
+
+// errorMessage unwraps Temporal's activity error layers to the message that names the cause.
+func errorMessage(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return appErr.Message()
+	}
+	var timeoutErr *temporal.TimeoutError
+	if errors.As(err, &timeoutErr) {
+		return "timed out: " + timeoutErr.Error()
+	}
+	return err.Error()
+}
+
+func (r *clusterRun) observe(ctx workflow.Context) (activities.Observation, error) {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: observeTimeout,
+		HeartbeatTimeout:    heartbeat,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 2},
+		Summary:             "observe " + r.in.Target.Cluster,
+	})
+	var obs activities.Observation
+	err := workflow.ExecuteActivity(ctx, (*activities.Activities).Observe, activities.ObserveInput{Target: r.in.Target, Resources: true}).Get(ctx, &obs)
+	return obs, err
+}
+
+func (r *clusterRun) apply(ctx workflow.Context, actions []activities.BundleAction) (activities.ApplyResult, error) {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: applyTimeout,
+		HeartbeatTimeout:    heartbeat,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 3},
+		Summary:             fmt.Sprintf("apply %d bundle(s) to %s", len(actions), r.in.Target.Cluster),
+	})
+	var res activities.ApplyResult
+	err := workflow.ExecuteActivity(ctx, (*activities.Activities).Apply, activities.ApplyInput{Target: r.in.Target, Actions: actions}).Get(ctx, &res)
+	return res, err
+}
+
+// report signals the GitRepo workflow when the status changed, and mirrors it in search attributes and
+// the Web UI's current details.
+func (r *clusterRun) report(ctx workflow.Context, removed bool) {
+	st := r.carry.Status
+	fp := fingerprint(st, removed)
+	if fp == r.carry.LastReported {
+		return
+	}
+	_ = workflow.UpsertTypedSearchAttributes(ctx,
+		SearchState.ValueSet(st.State), SearchCommit.ValueSet(st.Commit),
+		SearchHasError.ValueSet(st.State == StateErrApplied))
+	workflow.SetCurrentDetails(ctx, clusterDetails(st))
+	parent := GitRepoWorkflowID(r.in.Target.GitRepo)
+	err := workflow.SignalExternalWorkflow(ctx, parent, "", SignalClusterReport,
+		ClusterReport{Cluster: r.in.Target.Cluster, Status: st, Removed: removed}).Get(ctx, nil)
+	if err != nil {
+		// The GitRepo may be continuing as new or gone; the next change reports again.
+		workflow.GetLogger(ctx).Warn("status report not delivered", "gitRepo", r.in.Target.GitRepo, "error", err)
+		return
+	}
+	r.carry.LastReported = fp
+}
+
+// fingerprint ignores timestamps so an unchanged status is never re-sent.
+func fingerprint(st ClusterStatus, removed bool) string {
+	st.LastChecked, st.LastSeen = time.Time{}, time.Time{}
+	b, _ := json.Marshal(struct {
+		S ClusterStatus
+		R bool
+	}{st, removed})
+	sum := sha256.Sum256(b)
+	return fmt.Sprintf("%x", sum[:12])
+}
+
+func clusterDetails(st ClusterStatus) string {
+	d := fmt.Sprintf("**%s** on cluster `%s` at commit `%s`", st.State, st.Name, short(st.Commit))
+	if st.Message != "" {
+		d += "\n\n" + st.Message
+	}
+	return d
+}
+
+func (r *clusterRun) remove(ctx workflow.Context, rr RemoveRequest) error {
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: applyTimeout,
+		HeartbeatTimeout:    heartbeat,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: time.Minute},
+		Summary:             "uninstall from " + r.in.Target.Cluster,
+	})
+	var res activities.UninstallResult
+	err := workflow.ExecuteActivity(actx, (*activities.Activities).Uninstall, activities.UninstallInput{
+		GitRepo: r.in.Target.GitRepo, Cluster: r.in.Target.Cluster, ClusterDigest: r.in.Target.ClusterDigest,
+		KeepResources: rr.KeepResources || r.in.Target.Options.KeepResources,
+	}).Get(ctx, &res)
+	if err != nil {
+		return err
+	}
+	r.carry.Status.Bundles = nil
+	r.carry.Status.State, r.carry.Status.Message = StateReady, "removed"
+	r.carry.LastReported = ""
+	r.report(ctx, true)
+	return nil
+}
+
+func short(commit string) string {
+	if len(commit) > 12 {
+		return commit[:12]
+	}
+	return commit
+}

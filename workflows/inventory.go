@@ -1,0 +1,107 @@
+package workflows
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/flotilla-gitops/flotilla/fleet"
+	"github.com/flotilla-gitops/flotilla/inventory"
+)
+
+// InventoryInput starts (or continues) the inventory workflow.
+type InventoryInput struct {
+	Inventory *inventory.Inventory `json:"inventory,omitempty"`
+}
+
+// InventoryWorkflow is the durable cluster inventory: clusters and groups change through validated updates,
+// GitRepo plans read it through a query, and its memo lists the clusters in the Web UI.
+func InventoryWorkflow(ctx workflow.Context, in InventoryInput) error {
+	inv := inventory.Inventory{}
+	if in.Inventory != nil {
+		inv = *in.Inventory
+	}
+	if err := workflow.SetQueryHandler(ctx, inventory.QueryInventory, func() (inventory.Inventory, error) {
+		return inv, nil
+	}); err != nil {
+		return err
+	}
+	changed := func(ok bool) (inventory.ChangeResult, error) {
+		return inventory.ChangeResult{Generation: inv.Generation, Changed: ok}, nil
+	}
+	handlers := []struct {
+		name    string
+		handler any
+		valid   any
+	}{
+		{inventory.UpdateUpsertCluster,
+			func(ctx workflow.Context, c fleet.Cluster) (inventory.ChangeResult, error) { return changed(inv.UpsertCluster(c)) },
+			func(ctx workflow.Context, c fleet.Cluster) error { return inventory.ValidateCluster(c) }},
+		{inventory.UpdateRemoveCluster,
+			func(ctx workflow.Context, r inventory.RemoveInput) (inventory.ChangeResult, error) {
+				return changed(inv.RemoveCluster(r.Name))
+			},
+			func(ctx workflow.Context, r inventory.RemoveInput) error { return nil }},
+		{inventory.UpdateUpsertClusterGroup,
+			func(ctx workflow.Context, g fleet.ClusterGroup) (inventory.ChangeResult, error) { return changed(inv.UpsertGroup(g)) },
+			func(ctx workflow.Context, g fleet.ClusterGroup) error { return inventory.ValidateGroup(g) }},
+		{inventory.UpdateRemoveClusterGroup,
+			func(ctx workflow.Context, r inventory.RemoveInput) (inventory.ChangeResult, error) {
+				return changed(inv.RemoveGroup(r.Name))
+			},
+			func(ctx workflow.Context, r inventory.RemoveInput) error { return nil }},
+	}
+	for _, h := range handlers {
+		if err := workflow.SetUpdateHandlerWithOptions(ctx, h.name, h.handler, workflow.UpdateHandlerOptions{Validator: h.valid}); err != nil {
+			return err
+		}
+	}
+	published := int64(-1)
+	for {
+		if published != inv.Generation {
+			published = inv.Generation
+			publishInventory(ctx, inv)
+		}
+		gen := inv.Generation
+		if err := workflow.Await(ctx, func() bool {
+			return inv.Generation != gen || workflow.GetInfo(ctx).GetContinueAsNewSuggested()
+		}); err != nil {
+			return err
+		}
+		if workflow.GetInfo(ctx).GetContinueAsNewSuggested() || workflow.GetInfo(ctx).GetCurrentHistoryLength() > MaxHistoryEvents {
+			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+				return err
+			}
+			return workflow.NewContinueAsNewError(ctx, InventoryWorkflow, InventoryInput{Inventory: &inv})
+		}
+	}
+}
+
+// publishInventory shows the inventory in the Web UI: a memo per cluster and a readable table.
+func publishInventory(ctx workflow.Context, inv inventory.Inventory) {
+	clusters := map[string]any{}
+	var b strings.Builder
+	fmt.Fprintf(&b, "**%d clusters, %d groups** (generation %d)\n\n| cluster | labels | kubeconfig |\n|---|---|---|\n",
+		len(inv.Clusters), len(inv.Groups), inv.Generation)
+	for _, c := range inv.Clusters {
+		clusters[c.Metadata.Name] = labelString(c.Metadata.Labels)
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", c.Metadata.Name, labelString(c.Metadata.Labels), c.Spec.KubeConfigPath)
+	}
+	_ = workflow.UpsertMemo(ctx, map[string]any{"clusters": clusters, "generation": inv.Generation})
+	workflow.SetCurrentDetails(ctx, b.String())
+}
+
+func labelString(l map[string]string) string {
+	keys := make([]string, 0, len(l))
+	for k := range l {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, k+"="+l[k])
+	}
+	return strings.Join(parts, ",")
+}
