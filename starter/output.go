@@ -14,10 +14,17 @@ func addOutputFlag(cmd *cobra.Command, g *globals) {
 	cmd.Flags().StringVarP(&g.output, "output", "o", "table", "output format: table, json or yaml")
 }
 
-func tabWriter(w io.Writer) *printersTabWriter { return &printersTabWriter{printers.GetNewTabWriter(w)} }
+func tabWriter(w io.Writer) *printersTabWriter {
+	return &printersTabWriter{printers.GetNewTabWriter(w)}
+}
 
 // printersTabWriter is cli-runtime's tab writer, the one kubectl uses for its tables.
-type printersTabWriter struct{ w interface{ Flush() error; io.Writer } }
+type printersTabWriter struct {
+	w interface {
+		Flush() error
+		io.Writer
+	}
+}
 
 func (p *printersTabWriter) Write(b []byte) (int, error) { return p.w.Write(b) }
 func (p *printersTabWriter) Flush() error                { return p.w.Flush() }

@@ -78,10 +78,10 @@ type deliveryEvent struct {
 type eventKind int
 
 const (
-	eventDelivered eventKind = iota // desired state handed over (err set if that failed)
-	eventEnded                      // a child started by this run ended without being asked to
-	eventRemoveSent                 // remove signal delivered
-	eventRemoveGone                 // remove signal found no running workflow: nothing left to uninstall through it
+	eventDelivered  eventKind = iota // desired state handed over (err set if that failed)
+	eventEnded                       // a child started by this run ended without being asked to
+	eventRemoveSent                  // remove signal delivered
+	eventRemoveGone                  // remove signal found no running workflow: nothing left to uninstall through it
 )
 
 type gitRepoRun struct {

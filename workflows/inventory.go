@@ -37,7 +37,9 @@ func InventoryWorkflow(ctx workflow.Context, in InventoryInput) error {
 		valid   any
 	}{
 		{inventory.UpdateUpsertCluster,
-			func(ctx workflow.Context, c fleet.Cluster) (inventory.ChangeResult, error) { return changed(inv.UpsertCluster(c)) },
+			func(ctx workflow.Context, c fleet.Cluster) (inventory.ChangeResult, error) {
+				return changed(inv.UpsertCluster(c))
+			},
 			func(ctx workflow.Context, c fleet.Cluster) error { return inventory.ValidateCluster(c) }},
 		{inventory.UpdateRemoveCluster,
 			func(ctx workflow.Context, r inventory.RemoveInput) (inventory.ChangeResult, error) {
@@ -45,7 +47,9 @@ func InventoryWorkflow(ctx workflow.Context, in InventoryInput) error {
 			},
 			func(ctx workflow.Context, r inventory.RemoveInput) error { return nil }},
 		{inventory.UpdateUpsertClusterGroup,
-			func(ctx workflow.Context, g fleet.ClusterGroup) (inventory.ChangeResult, error) { return changed(inv.UpsertGroup(g)) },
+			func(ctx workflow.Context, g fleet.ClusterGroup) (inventory.ChangeResult, error) {
+				return changed(inv.UpsertGroup(g))
+			},
 			func(ctx workflow.Context, g fleet.ClusterGroup) error { return inventory.ValidateGroup(g) }},
 		{inventory.UpdateRemoveClusterGroup,
 			func(ctx workflow.Context, r inventory.RemoveInput) (inventory.ChangeResult, error) {

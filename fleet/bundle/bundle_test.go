@@ -19,18 +19,18 @@ func write(t *testing.T, root string, files map[string]string) {
 func TestDiscoverFindsBundlesButNotTheirInsides(t *testing.T) {
 	root := t.TempDir()
 	write(t, root, map[string]string{
-		"apps/web/fleet.yaml":                "name: web\n",
-		"apps/web/chart/Chart.yaml":          "apiVersion: v2\nname: web\nversion: 1.0.0\n",
-		"apps/web/chart/templates/cm.yaml":   "kind: ConfigMap\n",
-		"apps/web/overlays/prod/cm.yaml":     "kind: ConfigMap\n",
-		"apps/plain/cm.yaml":                 "kind: ConfigMap\n",
-		"apps/plain/sub/more.yaml":           "kind: ConfigMap\n",
-		"apps/kust/kustomization.yaml":       "resources: [base]\n",
-		"apps/kust/base/kustomization.yaml":  "resources: [d.yaml]\n",
-		"apps/kust/base/d.yaml":              "kind: Deployment\n",
-		"apps/plain/nested/fleet.yaml":       "defaultNamespace: x\n",
-		"apps/broken/fleet.yaml":             "helm: [\n",
-		"docs/readme.md":                     "not a bundle",
+		"apps/web/fleet.yaml":               "name: web\n",
+		"apps/web/chart/Chart.yaml":         "apiVersion: v2\nname: web\nversion: 1.0.0\n",
+		"apps/web/chart/templates/cm.yaml":  "kind: ConfigMap\n",
+		"apps/web/overlays/prod/cm.yaml":    "kind: ConfigMap\n",
+		"apps/plain/cm.yaml":                "kind: ConfigMap\n",
+		"apps/plain/sub/more.yaml":          "kind: ConfigMap\n",
+		"apps/kust/kustomization.yaml":      "resources: [base]\n",
+		"apps/kust/base/kustomization.yaml": "resources: [d.yaml]\n",
+		"apps/kust/base/d.yaml":             "kind: Deployment\n",
+		"apps/plain/nested/fleet.yaml":      "defaultNamespace: x\n",
+		"apps/broken/fleet.yaml":            "helm: [\n",
+		"docs/readme.md":                    "not a bundle",
 	})
 	refs, err := Discover(root, "repo", []string{"apps/*"})
 	require.NoError(t, err)

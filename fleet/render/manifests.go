@@ -7,8 +7,8 @@ import (
 	"sort"
 	"strings"
 
-	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	goyaml "go.yaml.in/yaml/v3"
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
