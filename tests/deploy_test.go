@@ -86,7 +86,7 @@ helm:
 		return map[string]any{"generated": map[string]any{"cluster_metadata": map[string]any{"fqdn": v}}}
 	}
 	s.AddCluster("edge-1", "a", map[string]string{"region": "edge"}, fqdn("edge-1.example.com"))
-	s.AddCluster("edge-2", "b", map[string]string{"region": "edge"}, map[string]any{"generated": map[string]any{}})
+	s.AddCluster("edge-2", "b", map[string]string{"region": "edge"}, map[string]any{"generated": map[string]any{"cluster_metadata": map[string]any{}}})
 	s.Apply(harness.GitRepoYAML("edges", repo.URL(), `  paths: [web]
   targets:
   - clusterSelector: {matchLabels: {region: edge}}
@@ -174,5 +174,5 @@ func TestTemporalCLIStartsAGitRepoWithTheDocumentedJSON(t *testing.T) {
 	out, err = exec.Command(temporal, "workflow", "query", "--address", s.Temporal.Address(),
 		"--workflow-id", "gitrepo/from-cli", "--type", "status").CombinedOutput()
 	require.NoError(t, err, string(out))
-	require.Contains(t, string(out), `"readyClusters": 1`)
+	require.Contains(t, string(out), `"readyClusters":1`)
 }

@@ -3,7 +3,6 @@ package workflows
 import (
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -226,8 +225,8 @@ func (g *gitRepoRun) loop(ctx workflow.Context) error {
 		if r := g.carry.LastResync.Add(g.resyncInterval()); r.Before(wake) {
 			wake = r
 		}
-		for _, d := range g.carry.Delivered {
-			if !d.Acked && d.Hash != "" && d.At.Add(AckTimeout).Before(wake) {
+		for _, c := range workflow.DeterministicKeys(g.carry.Delivered) {
+			if d := g.carry.Delivered[c]; !d.Acked && d.Hash != "" && d.At.Add(AckTimeout).Before(wake) {
 				wake = d.At.Add(AckTimeout)
 			}
 		}
@@ -347,9 +346,7 @@ func (g *gitRepoRun) handleEvent(ev deliveryEvent) {
 // planKey covers everything planning depends on besides the commit and the inventory.
 func (g *gitRepoRun) planKey() string {
 	s := g.spec.Spec
-	b, _ := json.Marshal([]any{s.Repo, s.Paths, s.Targets, s.ClientSecretName})
-	sum := sha256.Sum256(b)
-	return fmt.Sprintf("%x", sum[:12])
+	return hashOf([]any{s.Repo, s.Paths, s.Targets, s.ClientSecretName})
 }
 
 // poll resolves the commit and re-plans when the commit, the inventory or the spec changed.
@@ -405,12 +402,12 @@ func (g *gitRepoRun) removeUntargeted(ctx workflow.Context) {
 		delete(g.carry.Removing, c.Name)
 	}
 	var gone []string
-	for c := range g.carry.Known {
+	for _, c := range workflow.DeterministicKeys(g.carry.Known) {
 		if !planned[c] && !g.carry.Removing[c] {
 			gone = append(gone, c)
 		}
 	}
-	for c := range g.carry.Clusters {
+	for _, c := range workflow.DeterministicKeys(g.carry.Clusters) {
 		if !planned[c] && !g.carry.Known[c] && !g.carry.Removing[c] {
 			delete(g.carry.Clusters, c) // nothing runs there for us
 		}
@@ -491,8 +488,8 @@ func (g *gitRepoRun) deliver(ctx workflow.Context) {
 	}
 	now := workflow.Now(ctx)
 	inflight := 0
-	for _, d := range g.carry.Delivered {
-		if !d.Acked && now.Sub(d.At) < AckTimeout {
+	for _, c := range workflow.DeterministicKeys(g.carry.Delivered) {
+		if d := g.carry.Delivered[c]; !d.Acked && now.Sub(d.At) < AckTimeout {
 			inflight++
 		}
 	}
@@ -504,9 +501,7 @@ func (g *gitRepoRun) deliver(ctx workflow.Context) {
 			continue
 		}
 		up := DesiredUpdate{Target: g.target(pc), CheckInterval: g.checkInterval()}
-		b, _ := json.Marshal(up)
-		sum := sha256.Sum256(b)
-		hash := fmt.Sprintf("%x", sum[:12])
+		hash := hashOf(up)
 		if g.carry.Delivered[pc.Name].Hash == hash {
 			continue
 		}
@@ -564,7 +559,7 @@ func (g *gitRepoRun) send(ctx workflow.Context, cluster string, up DesiredUpdate
 // deleteEverywhere uninstalls the GitRepo from every cluster, then ends the workflow.
 func (g *gitRepoRun) deleteEverywhere(ctx workflow.Context, reportCh workflow.ReceiveChannel) error {
 	var all []string
-	for c := range g.carry.Known {
+	for _, c := range workflow.DeterministicKeys(g.carry.Known) {
 		all = append(all, c)
 	}
 	sort.Strings(all)
@@ -595,7 +590,7 @@ func (g *gitRepoRun) deleteEverywhere(ctx workflow.Context, reportCh workflow.Re
 	}
 	if len(g.carry.Removing) > 0 {
 		var left []string
-		for c := range g.carry.Removing {
+		for _, c := range workflow.DeterministicKeys(g.carry.Removing) {
 			left = append(left, c)
 		}
 		sort.Strings(left)
@@ -681,18 +676,18 @@ func (g *gitRepoRun) publish(ctx workflow.Context) {
 
 func gitRepoDetails(st GitRepoStatus) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "**%s**: %d/%d clusters ready at commit `%s`\n\n", st.State, st.ReadyClusters, st.DesiredReadyClusters, short(st.Commit))
+	b.WriteString(fmt.Sprintf("**%s**: %d/%d clusters ready at commit `%s`\n\n", st.State, st.ReadyClusters, st.DesiredReadyClusters, short(st.Commit)))
 	if st.Error != "" {
-		fmt.Fprintf(&b, "Error: %s\n\n", st.Error)
+		b.WriteString(fmt.Sprintf("Error: %s\n\n", st.Error))
 	}
 	b.WriteString("| cluster | state | ready | message |\n|---|---|---|---|\n")
 	for i, c := range st.Clusters {
 		if i == 50 {
-			fmt.Fprintf(&b, "| … | %d more | | |\n", len(st.Clusters)-50)
+			b.WriteString(fmt.Sprintf("| … | %d more | | |\n", len(st.Clusters)-50))
 			break
 		}
 		msg := strings.ReplaceAll(c.Message, "|", "\\|")
-		fmt.Fprintf(&b, "| %s | %s | %d/%d | %s |\n", c.Name, c.State, c.ResourceCounts.Ready, c.ResourceCounts.DesiredReady, msg)
+		b.WriteString(fmt.Sprintf("| %s | %s | %d/%d | %s |\n", c.Name, c.State, c.ResourceCounts.Ready, c.ResourceCounts.DesiredReady, msg))
 	}
 	return b.String()
 }

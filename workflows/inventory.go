@@ -2,7 +2,6 @@ package workflows
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"go.temporal.io/sdk/workflow"
@@ -87,22 +86,18 @@ func InventoryWorkflow(ctx workflow.Context, in InventoryInput) error {
 func publishInventory(ctx workflow.Context, inv inventory.Inventory) {
 	clusters := map[string]any{}
 	var b strings.Builder
-	fmt.Fprintf(&b, "**%d clusters, %d groups** (generation %d)\n\n| cluster | labels | kubeconfig |\n|---|---|---|\n",
-		len(inv.Clusters), len(inv.Groups), inv.Generation)
+	b.WriteString(fmt.Sprintf("**%d clusters, %d groups** (generation %d)\n\n| cluster | labels | kubeconfig |\n|---|---|---|\n",
+		len(inv.Clusters), len(inv.Groups), inv.Generation))
 	for _, c := range inv.Clusters {
 		clusters[c.Metadata.Name] = labelString(c.Metadata.Labels)
-		fmt.Fprintf(&b, "| %s | %s | %s |\n", c.Metadata.Name, labelString(c.Metadata.Labels), c.Spec.KubeConfigPath)
+		b.WriteString(fmt.Sprintf("| %s | %s | %s |\n", c.Metadata.Name, labelString(c.Metadata.Labels), c.Spec.KubeConfigPath))
 	}
 	_ = workflow.UpsertMemo(ctx, map[string]any{"clusters": clusters, "generation": inv.Generation})
 	workflow.SetCurrentDetails(ctx, b.String())
 }
 
 func labelString(l map[string]string) string {
-	keys := make([]string, 0, len(l))
-	for k := range l {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := workflow.DeterministicKeys(l)
 	parts := make([]string, 0, len(keys))
 	for _, k := range keys {
 		parts = append(parts, k+"="+l[k])

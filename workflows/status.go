@@ -151,9 +151,10 @@ func summarizeCluster(c *ClusterStatus) {
 	}
 	for _, b := range c.Bundles {
 		if b.State != StateReady && len(msgs) < 10 {
-			m := fmt.Sprintf("bundle %q: %s", b.Name, b.State)
+			prefix := fmt.Sprintf("bundle %q: ", b.Name)
+			m := prefix + b.State
 			if b.Message != "" {
-				m = fmt.Sprintf("bundle %q: %s", b.Name, b.Message)
+				m = prefix + strings.TrimPrefix(b.Message, prefix)
 			}
 			msgs = append(msgs, m)
 		}

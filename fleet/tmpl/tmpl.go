@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"regexp"
 	"strings"
 	"text/template"
 
@@ -24,7 +25,31 @@ type TemplateError struct {
 	Err    error
 }
 
-func (e *TemplateError) Error() string { return e.Source + ": " + e.Err.Error() }
+func (e *TemplateError) Error() string { return e.Source + ": " + tidy(e.Err.Error(), e.Source) }
+
+var (
+	execErr  = regexp.MustCompile(`^template: .*?:(\d+):\d+: executing ".*?" at (<.*?>): (.*)$`)
+	parseErr = regexp.MustCompile(`^template: .*?:(\d+): (.*)$`)
+)
+
+// tidy turns text/template's messages into `line N: <expr>: cause`. Lines of inline helm.values refer to
+// Flotilla's own YAML rendering of them, so only file sources keep their line.
+func tidy(msg, source string) string {
+	inline := strings.Contains(source, ": helm.")
+	if m := execErr.FindStringSubmatch(msg); m != nil {
+		if inline {
+			return m[2] + ": " + m[3]
+		}
+		return "line " + m[1] + ": " + m[2] + ": " + m[3]
+	}
+	if m := parseErr.FindStringSubmatch(msg); m != nil {
+		if inline {
+			return m[2]
+		}
+		return "line " + m[1] + ": " + m[2]
+	}
+	return msg
+}
 func (e *TemplateError) Unwrap() error { return e.Err }
 
 // IsTemplateError reports whether err is (or wraps) a TemplateError.
