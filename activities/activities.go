@@ -137,6 +137,8 @@ func (a *Activities) Observe(ctx context.Context, in ObserveInput) (Observation,
 	if err != nil {
 		return Observation{}, err
 	}
+	stop := heartbeatEvery(ctx, 3*time.Second)
+	defer stop()
 	obs := Observation{Bundles: make([]BundleObservation, len(in.Target.Bundles))}
 	err = a.forEach(ctx, len(in.Target.Bundles), func(i int) error {
 		o, err := a.observeBundle(ctx, h, in.Target, in.Target.Bundles[i], in.Resources)
@@ -181,7 +183,7 @@ func (a *Activities) Apply(ctx context.Context, in ApplyInput) (ApplyResult, err
 	if err != nil {
 		return ApplyResult{}, err
 	}
-	stop := heartbeatEvery(ctx, 5*time.Second)
+	stop := heartbeatEvery(ctx, 3*time.Second)
 	defer stop()
 	res := ApplyResult{Bundles: make([]BundleApplyResult, len(in.Actions))}
 	refs := map[string]BundleRef{}

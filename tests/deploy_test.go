@@ -103,7 +103,7 @@ helm:
 	require.Contains(t, st.Message, `cluster "edge-2"`)
 	require.Contains(t, st.Message, `map has no entry for key "fqdn"`)
 	two, _ := harness.Cluster(st, "edge-2")
-	require.Contains(t, two.Message, `bundle "web"`)
+	require.Contains(t, two.Message, `bundle "edges-web"`)
 	require.Contains(t, two.Message, `map has no entry for key "fqdn"`)
 	require.Equal(t, "edge-1.example.com", s.ConfigMapData("a", "web", "web")["fqdn"], "the healthy cluster deployed")
 	require.Nil(t, s.ConfigMapData("b", "web", "web"), "nothing half-rendered reached the failing cluster")

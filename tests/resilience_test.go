@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/internal/devenv"
 	"github.com/flotilla-gitops/flotilla/internal/localk8s"
 	"github.com/flotilla-gitops/flotilla/tests/harness"
@@ -50,21 +51,33 @@ func TestWorkerKilledMidFanOutConvergesWithoutExtraRevisions(t *testing.T) {
 	for commitNo, version := range []string{"one", "two"} {
 		head := ""
 		if commitNo == 0 {
-			s.Apply(harness.GitRepoYAML("crash", repo.URL(), "  paths: [bundles]\n  targets: [{clusterSelector: {matchLabels: {fleet: \"yes\"}}}]\n"))
+			// A window of one cluster at a time makes the fan-out long enough to interrupt.
+			s.StartGitRepo(workflows.GitRepoInput{
+				GitRepo: fleet.GitRepo{Metadata: fleet.ObjectMeta{Name: "crash"}, Spec: fleet.GitRepoSpec{
+					Repo: repo.URL(), Branch: "main", PollingInterval: "1s", Paths: []string{"bundles"},
+					Targets: []fleet.GitTarget{{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"fleet": "yes"}}}},
+				}},
+				Flotilla: &workflows.RunOptions{RolloutWindow: 1},
+			})
 		} else {
 			head = repo.Commit(configMapBundles(bundles, version), "two")
 		}
-		// Kill as soon as the rollout is under way but not finished.
-		s.WaitStatus("crash", 2*time.Minute, "a rollout in progress", func(st workflows.GitRepoStatus) bool {
+		st := s.WaitStatus("crash", 2*time.Minute, "the first cluster done", func(st workflows.GitRepoStatus) bool {
 			if head != "" && st.Commit != head {
 				return false
 			}
-			return st.Summary.DesiredReady > 0 && st.Summary.Ready < st.Summary.DesiredReady &&
-				(st.Summary.WaitApplied+st.Summary.NotReady+st.Summary.Ready > 0 || st.Summary.Pending < st.Summary.DesiredReady)
+			done := 0
+			for _, c := range st.Clusters {
+				if c.State == workflows.StateReady && (head == "" || c.Commit == head) {
+					done++
+				}
+			}
+			return done >= 1
 		})
+		require.Less(t, st.ReadyClusters, len(backing), "the worker is killed in the middle of the fan-out")
 		s.KillWorker()
 		s.StartWorker()
-		st := s.WaitStatus("crash", 3*time.Minute, "every cluster Ready after the restart", func(st workflows.GitRepoStatus) bool {
+		st = s.WaitStatus("crash", 3*time.Minute, "every cluster Ready after the restart", func(st workflows.GitRepoStatus) bool {
 			return harness.AllReady(st) && (head == "" || st.Commit == head)
 		})
 		require.Equal(t, len(backing)*bundles, st.Summary.Ready)
@@ -118,8 +131,8 @@ func TestBadBundlesFailAloneWithClearErrors(t *testing.T) {
 	for _, b := range c.Bundles {
 		msgs[b.Name] = b.Message
 	}
-	require.Contains(t, msgs["broken"], "broken/fleet.yaml")
-	require.Contains(t, msgs["broken"], "line")
+	require.Contains(t, msgs["bad-broken"], "broken/fleet.yaml", "a fleet.yaml that does not parse names the bundle by its path")
+	require.Regexp(t, `broken/fleet.yaml: line [0-9]+: did not find expected`, msgs["bad-broken"])
 	require.Contains(t, msgs["parent"], "leaves the repository")
 	require.Contains(t, msgs["absolute"], "absolute path")
 	require.Contains(t, msgs["link"], "symlink")

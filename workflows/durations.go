@@ -31,5 +31,6 @@ const (
 	planTimeout    = 10 * time.Minute
 	observeTimeout = 2 * time.Minute
 	applyTimeout   = 15 * time.Minute
-	heartbeat      = 30 * time.Second
+	// heartbeat bounds how long an activity lost with a killed worker waits before it is retried elsewhere.
+	heartbeat = 10 * time.Second
 )

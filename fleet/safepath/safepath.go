@@ -37,26 +37,45 @@ func Join(root, rel string) (string, error) {
 	if !within(realRoot, joined) {
 		return "", &EscapeError{Path: rel, Reason: "leaves the repository"}
 	}
-	// Resolve the deepest existing ancestor: a symlink anywhere on the way must stay inside.
-	probe := joined
-	for {
-		resolved, err := filepath.EvalSymlinks(probe)
-		if err == nil {
-			if !within(realRoot, resolved) {
+	// Follow the path one component at a time, so that any symlink on the way, even a dangling one, is
+	// judged by where it points.
+	rest, _ := filepath.Rel(realRoot, joined)
+	cur := realRoot
+	comps := strings.Split(rest, string(filepath.Separator))
+	for i, comp := range comps {
+		if comp == "." || comp == "" {
+			continue
+		}
+		next := filepath.Join(cur, comp)
+		for hops := 0; ; hops++ {
+			fi, err := os.Lstat(next)
+			if os.IsNotExist(err) {
+				return filepath.Join(append([]string{next}, comps[i+1:]...)...), nil
+			}
+			if err != nil {
+				return "", err
+			}
+			if fi.Mode()&os.ModeSymlink == 0 {
+				break
+			}
+			if hops > 40 {
+				return "", &EscapeError{Path: rel, Reason: "has too many levels of symlinks"}
+			}
+			target, err := os.Readlink(next)
+			if err != nil {
+				return "", err
+			}
+			if !filepath.IsAbs(target) {
+				target = filepath.Join(filepath.Dir(next), target)
+			}
+			next = filepath.Clean(target)
+			if !within(realRoot, next) {
 				return "", &EscapeError{Path: rel, Reason: "is a symlink that resolves outside the repository"}
 			}
-			rest, _ := filepath.Rel(probe, joined)
-			return filepath.Join(resolved, rest), nil
 		}
-		if !os.IsNotExist(err) {
-			return "", err
-		}
-		parent := filepath.Dir(probe)
-		if parent == probe || !within(realRoot, parent) {
-			return joined, nil
-		}
-		probe = parent
+		cur = next
 	}
+	return cur, nil
 }
 
 // ReadFile reads root/rel after Join's checks.

@@ -360,3 +360,14 @@ func (s *Stack) CountWorkflows(query string) int64 {
 	}
 	return resp.GetCount()
 }
+
+// StartGitRepo starts a GitRepo workflow directly, as `temporal workflow start` would, with Flotilla's options.
+func (s *Stack) StartGitRepo(in workflows.GitRepoInput) {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: workflows.GitRepoWorkflowID(in.Metadata.Name), TaskQueue: workflows.TaskQueue,
+	}, workflows.GitRepoWorkflowType, in)
+	require.NoError(s.t, err)
+}

@@ -1,0 +1,259 @@
+package agentclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	"go.uber.org/zap"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/kube"
+	"helm.sh/helm/v3/pkg/postrender"
+	"helm.sh/helm/v3/pkg/storage/driver"
+)
+
+// ApplyRequest is one Helm install or upgrade.
+type ApplyRequest struct {
+	Name, Namespace string
+	Chart           *chart.Chart
+	Values          map[string]any
+	PostRenderer    postrender.PostRenderer // may be nil
+	// Labels are stored as release labels and replace the previous revision's (Helm itself would merge
+	// them); include DeploymentIDLabel.
+	Labels          map[string]string
+	CreateNamespace bool          // Install only
+	MaxHistory      int           // Upgrade only; 0 ⇒ DefaultMaxHistory
+	Force           bool          // replace objects instead of patching them
+	TakeOwnership   bool          // adopt existing objects not owned by this release
+	Timeout         time.Duration // hooks and Wait; 0 ⇒ DefaultTimeout
+	Wait            bool          // Helm's wait for readiness; off unless asked for
+	WaitForJobs     bool
+	Atomic          bool // install: uninstall on failure; upgrade: roll back on failure (implies Wait)
+	Description     string
+}
+
+// ApplyResult is the revision an Install or Upgrade wrote.
+type ApplyResult struct {
+	Revision int
+	Action   string // "install" or "upgrade"
+}
+
+func (r ApplyRequest) check() error {
+	switch {
+	case r.Name == "":
+		return errors.New("release name is empty")
+	case r.Namespace == "":
+		return errors.New("namespace is empty")
+	case r.Chart == nil || r.Chart.Metadata == nil:
+		return errors.New("chart is missing")
+	}
+	return nil
+}
+
+func (r ApplyRequest) timeout() time.Duration {
+	if r.Timeout <= 0 {
+		return DefaultTimeout
+	}
+	return r.Timeout
+}
+
+func (r ApplyRequest) values() map[string]any {
+	if r.Values == nil {
+		return map[string]any{}
+	}
+	return r.Values
+}
+
+// Install installs a release that does not exist yet (or exists only as a failed first install whose
+// record was deleted). Use Upgrade for an existing release.
+func (c *Client) Install(ctx context.Context, r ApplyRequest) (ApplyResult, error) {
+	if err := r.check(); err != nil {
+		return ApplyResult{}, c.errorf(r.Namespace, r.Name, "install", err)
+	}
+	return exclusive(ctx, c, r.Namespace, r.Name, "install", func() (ApplyResult, error) {
+		// Not cancellable on purpose: see the package doc. Helm's own cancellation would mark the release
+		// failed while its goroutine goes on applying objects.
+		opCtx := context.WithoutCancel(ctx)
+		cfg, err := c.actionConfig(opCtx, r.Namespace, r.Name)
+		if err != nil {
+			return ApplyResult{}, c.errorf(r.Namespace, r.Name, "install", err)
+		}
+		in := action.NewInstall(cfg)
+		in.ReleaseName, in.Namespace = r.Name, r.Namespace
+		in.CreateNamespace = r.CreateNamespace
+		in.Labels = maps.Clone(r.Labels)
+		in.PostRenderer = r.PostRenderer
+		in.Force = r.Force
+		in.TakeOwnership = r.TakeOwnership
+		in.Timeout = r.timeout()
+		in.Wait, in.WaitForJobs, in.Atomic = r.Wait, r.WaitForJobs, r.Atomic
+		in.Description = r.Description
+		rel, err := in.RunWithContext(opCtx, r.Chart, r.values())
+		if err != nil {
+			return ApplyResult{}, c.errorf(r.Namespace, r.Name, "install", err)
+		}
+		res := ApplyResult{Revision: rel.Version, Action: "install"}
+		c.log.Info("installed release", zap.String("namespace", r.Namespace), zap.String("release", r.Name), zap.Int("revision", rel.Version))
+		return res, nil
+	})
+}
+
+// Upgrade writes a new revision of an existing release. Values replace the previous ones entirely
+// (ResetValues): the request is the whole desired state. A release stuck in pending-* is refused by Helm
+// with "another operation (install/upgrade/rollback) is in progress"; Unlock it first.
+func (c *Client) Upgrade(ctx context.Context, r ApplyRequest) (ApplyResult, error) {
+	if err := r.check(); err != nil {
+		return ApplyResult{}, c.errorf(r.Namespace, r.Name, "upgrade", err)
+	}
+	return exclusive(ctx, c, r.Namespace, r.Name, "upgrade", func() (ApplyResult, error) {
+		opCtx := context.WithoutCancel(ctx)
+		cfg, err := c.actionConfig(opCtx, r.Namespace, r.Name)
+		if err != nil {
+			return ApplyResult{}, c.errorf(r.Namespace, r.Name, "upgrade", err)
+		}
+		labels, err := replacingLabels(cfg, r.Name, r.Labels)
+		if err != nil {
+			return ApplyResult{}, c.errorf(r.Namespace, r.Name, "upgrade", err)
+		}
+		up := action.NewUpgrade(cfg)
+		up.Namespace = r.Namespace
+		up.Labels = labels
+		up.ResetValues = true
+		up.PostRenderer = r.PostRenderer
+		up.MaxHistory = orDefault(r.MaxHistory, DefaultMaxHistory)
+		up.Force = r.Force
+		up.TakeOwnership = r.TakeOwnership
+		up.Timeout = r.timeout()
+		up.Wait, up.WaitForJobs, up.Atomic = r.Wait, r.WaitForJobs, r.Atomic
+		up.Description = r.Description
+		rel, err := up.RunWithContext(opCtx, r.Name, r.Chart, r.values())
+		if err != nil {
+			return ApplyResult{}, c.errorf(r.Namespace, r.Name, "upgrade", err)
+		}
+		res := ApplyResult{Revision: rel.Version, Action: "upgrade"}
+		c.log.Info("upgraded release", zap.String("namespace", r.Namespace), zap.String("release", r.Name), zap.Int("revision", rel.Version))
+		return res, nil
+	})
+}
+
+// replacingLabels turns labels into Helm's merge syntax so the new revision carries exactly labels:
+// Helm merges the previous revision's labels with the new ones and drops those set to "null".
+func replacingLabels(cfg *action.Configuration, name string, labels map[string]string) (map[string]string, error) {
+	out := maps.Clone(labels)
+	if out == nil {
+		out = map[string]string{}
+	}
+	last, err := cfg.Releases.Last(name)
+	if errors.Is(err, driver.ErrReleaseNotFound) {
+		return out, nil // Helm reports the missing release itself
+	}
+	if err != nil {
+		return nil, err
+	}
+	for k := range customLabels(last.Labels) {
+		if _, keep := out[k]; !keep {
+			out[k] = "null"
+		}
+	}
+	return out, nil
+}
+
+// Rollback writes a new revision with the manifest of revision (0: the latest revision), for drift
+// correction: objects deleted since are recreated and changed fields reverted by a three-way merge of
+// old manifest, new manifest and live object (Helm 3 never uses server-side apply). For custom resources
+// the merge is the three-way JSON merge kubectl apply uses, so their drift is reverted too. Force
+// replaces objects whose changes cannot be patched. maxHistory 0 ⇒ DefaultMaxHistory. It returns the
+// new revision.
+func (c *Client) Rollback(ctx context.Context, namespace, name string, revision int, force bool, maxHistory int) (int, error) {
+	return exclusive(ctx, c, namespace, name, "rollback", func() (int, error) {
+		opCtx := context.WithoutCancel(ctx)
+		cfg, err := c.actionConfig(opCtx, namespace, name)
+		if err != nil {
+			return 0, c.errorf(namespace, name, "rollback", err)
+		}
+		if kc, ok := cfg.KubeClient.(*kube.Client); ok {
+			cfg.KubeClient = threeWayKube{kc}
+		}
+		target := revision
+		if target == 0 {
+			last, err := cfg.Releases.Last(name)
+			if errors.Is(err, driver.ErrReleaseNotFound) {
+				return 0, c.errorf(namespace, name, "rollback", ErrReleaseNotFound)
+			}
+			if err != nil {
+				return 0, c.errorf(namespace, name, "rollback", err)
+			}
+			target = last.Version
+		}
+		rb := action.NewRollback(cfg)
+		rb.Version = target
+		rb.Force = force
+		rb.MaxHistory = orDefault(maxHistory, DefaultMaxHistory)
+		rb.Timeout = DefaultTimeout
+		if err := rb.Run(name); err != nil {
+			return 0, c.errorf(namespace, name, fmt.Sprintf("rollback to revision %d", target), err)
+		}
+		last, err := cfg.Releases.Last(name)
+		if err != nil {
+			return 0, c.errorf(namespace, name, "rollback", err)
+		}
+		c.log.Info("rolled back release", zap.String("namespace", namespace), zap.String("release", name),
+			zap.Int("toRevision", target), zap.Int("revision", last.Version))
+		return last.Version, nil
+	})
+}
+
+// threeWayKube makes Helm's plain Update use the three-way merge for unstructured objects as well;
+// with the two-way merge a rollback to the current revision never reverts a changed custom resource.
+type threeWayKube struct{ *kube.Client }
+
+func (k threeWayKube) Update(original, target kube.ResourceList, force bool) (*kube.Result, error) {
+	return k.Client.UpdateThreeWayMerge(original, target, force)
+}
+
+// Uninstall removes a release. With keepResources only Helm's record (the release Secrets) is deleted
+// and the objects stay, unowned, as Fleet's keepResources does. A missing release is not an error.
+func (c *Client) Uninstall(ctx context.Context, namespace, name string, keepResources bool) error {
+	_, err := exclusive(ctx, c, namespace, name, "uninstall", func() (struct{}, error) {
+		opCtx := context.WithoutCancel(ctx)
+		cfg, err := c.actionConfig(opCtx, namespace, name)
+		if err != nil {
+			return struct{}{}, c.errorf(namespace, name, "uninstall", err)
+		}
+		if keepResources {
+			rels, err := cfg.Releases.History(name)
+			if errors.Is(err, driver.ErrReleaseNotFound) {
+				return struct{}{}, nil
+			}
+			if err != nil {
+				return struct{}{}, c.errorf(namespace, name, "uninstall", err)
+			}
+			for _, r := range rels {
+				if _, err := cfg.Releases.Delete(r.Name, r.Version); err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
+					return struct{}{}, c.errorf(namespace, name, fmt.Sprintf("uninstall: deleting revision %d", r.Version), err)
+				}
+			}
+			c.log.Info("forgot release, kept its objects", zap.String("namespace", namespace), zap.String("release", name))
+			return struct{}{}, nil
+		}
+		un := action.NewUninstall(cfg)
+		un.IgnoreNotFound = true
+		un.Timeout = DefaultTimeout
+		if _, err := un.Run(name); err != nil {
+			return struct{}{}, c.errorf(namespace, name, "uninstall", err)
+		}
+		c.log.Info("uninstalled release", zap.String("namespace", namespace), zap.String("release", name))
+		return struct{}{}, nil
+	})
+	return err
+}
+
+func orDefault(v, def int) int {
+	if v <= 0 {
+		return def
+	}
+	return v
+}

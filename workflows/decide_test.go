@@ -1,0 +1,78 @@
+package workflows
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/flotilla-gitops/flotilla/activities"
+	"github.com/flotilla-gitops/flotilla/fleet"
+)
+
+func obs(status, id string, counts activities.ResourceCounts) activities.BundleObservation {
+	return activities.BundleObservation{Bundle: "web", Deploy: true, DesiredID: "s-new",
+		Release:   activities.ReleaseInfo{Exists: status != "", Status: status, DeploymentID: id},
+		Resources: activities.ResourceSummary{Counts: counts, Checked: true}}
+}
+
+func TestDecideAppliesOnlyWhatChanged(t *testing.T) {
+	drift := &fleet.CorrectDrift{Enabled: true}
+	missing := activities.ResourceCounts{DesiredReady: 2, Ready: 1, Missing: 1}
+	cases := []struct {
+		name   string
+		in     decideInput
+		action string
+	}{
+		{"absent release is installed", decideInput{Obs: obs("", "", missing), RetryDue: true}, activities.ActionInstall},
+		{"in sync does nothing", decideInput{Obs: obs("deployed", "s-new", activities.ResourceCounts{}), RetryDue: true}, ""},
+		{"new deployment id upgrades", decideInput{Obs: obs("deployed", "s-old", activities.ResourceCounts{}), RetryDue: true}, activities.ActionUpgrade},
+		{"a killed worker's pending release is recovered", decideInput{Obs: obs("pending-upgrade", "s-new", activities.ResourceCounts{}), RetryDue: true}, activities.ActionRecover},
+		{"a failed apply waits for its backoff", decideInput{Obs: obs("failed", "s-new", activities.ResourceCounts{})}, ""},
+		{"a failed apply is retried when due", decideInput{Obs: obs("failed", "s-new", activities.ResourceCounts{}), RetryDue: true}, activities.ActionUpgrade},
+		{"drift is reported, not corrected, by default", decideInput{Obs: obs("deployed", "s-new", missing), RetryDue: true}, ""},
+		{"drift is corrected when enabled", decideInput{Obs: obs("deployed", "s-new", missing), CorrectDrift: drift, RetryDue: true}, activities.ActionRollback},
+		{"paused changes nothing", decideInput{Obs: obs("deployed", "s-old", activities.ResourceCounts{}), Paused: true, RetryDue: true}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, _ := decide(c.in)
+			require.Equal(t, c.action, got)
+		})
+	}
+	render := obs("", "", activities.ResourceCounts{})
+	render.Error = `values.yaml: map has no entry for key "fqdn"`
+	got, _ := decide(decideInput{Obs: render, RetryDue: true})
+	require.Empty(t, got, "a bundle that does not render is never applied")
+}
+
+func TestBundleStateFollowsFleetPrecedence(t *testing.T) {
+	require.True(t, Worse(StateErrApplied, StateWaitApplied))
+	require.True(t, Worse(StateWaitApplied, StateNotReady))
+	require.True(t, Worse(StateNotReady, StateOutOfSync))
+	require.True(t, Worse(StateOutOfSync, StateModified))
+	require.True(t, Worse(StateModified, StateReady))
+
+	ready := bundleStatus(obs("deployed", "s-new", activities.ResourceCounts{DesiredReady: 3, Ready: 3}), "")
+	require.Equal(t, StateReady, ready.State)
+	missing := obs("deployed", "s-new", activities.ResourceCounts{DesiredReady: 11, Ready: 10, Missing: 1})
+	missing.Resources.NonReady = []string{"configmap seed/cm-5 missing"}
+	st := bundleStatus(missing, "")
+	require.Equal(t, StateModified, st.State, "a deleted object is never counted as ready")
+	require.Equal(t, "configmap seed/cm-5 missing", st.Message)
+	require.Equal(t, StateErrApplied, bundleStatus(obs("deployed", "s-old", activities.ResourceCounts{}), "helm: timed out").State)
+	require.Equal(t, StateWaitApplied, bundleStatus(obs("deployed", "s-old", activities.ResourceCounts{}), "").State)
+}
+
+func TestAggregateNamesFailingClustersWorstFirst(t *testing.T) {
+	st := GitRepoStatus{Clusters: []ClusterStatus{
+		{Name: "b", State: StateNotReady, Message: `bundle "web": deployment web/api notReady`, Bundles: []BundleStatus{{Name: "web", State: StateNotReady}}},
+		{Name: "a", State: StateReady, Bundles: []BundleStatus{{Name: "web", State: StateReady}}},
+		{Name: "c", State: StateErrApplied, Message: `bundle "web": map has no entry for key "fqdn"`, Bundles: []BundleStatus{{Name: "web", State: StateErrApplied}}},
+	}}
+	aggregate(&st)
+	require.Equal(t, StateErrApplied, st.State)
+	require.Equal(t, 1, st.ReadyClusters)
+	require.Equal(t, Summary{DesiredReady: 3, Ready: 1, NotReady: 1, ErrApplied: 1}, st.Summary)
+	require.Equal(t, `1/3 clusters ready; cluster "c": bundle "web": map has no entry for key "fqdn"; cluster "b": bundle "web": deployment web/api notReady`, st.Message)
+	require.Equal(t, []string{"a", "b", "c"}, []string{st.Clusters[0].Name, st.Clusters[1].Name, st.Clusters[2].Name})
+}
