@@ -123,6 +123,11 @@ helm:
 	s.AddCluster("edge-2", "b", map[string]string{"region": "edge"}, fqdn("edge-2.example.com"))
 	s.WaitStatus("edges", 2*time.Minute, "both clusters Ready", harness.AllReady)
 	require.Equal(t, "edge-2.example.com", s.ConfigMapData("b", "web", "web")["fqdn"])
+	s.RecordHistories(map[string]string{
+		"gitrepo-missing-value.json": workflows.GitRepoWorkflowID("edges"),
+		"cluster-missing-value.json": workflows.ClusterWorkflowID("edges", "edge-2"),
+		"inventory.json":             "flotilla/inventory",
+	})
 }
 
 // A new commit is deployed at the next poll; an unchanged commit costs one ls-remote: no clone, no plan,

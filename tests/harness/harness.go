@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -370,4 +371,20 @@ func (s *Stack) StartGitRepo(in workflows.GitRepoInput) {
 		ID: workflows.GitRepoWorkflowID(in.Metadata.Name), TaskQueue: workflows.TaskQueue,
 	}, workflows.GitRepoWorkflowType, in)
 	require.NoError(s.t, err)
+}
+
+// RecordHistories writes the histories of the given workflows as `temporal workflow show --output json`
+// does, into FLOTILLA_RECORD_HISTORIES (when set): the fixtures of workflows/replay_test.go.
+func (s *Stack) RecordHistories(names map[string]string) {
+	dir := os.Getenv("FLOTILLA_RECORD_HISTORIES")
+	if dir == "" {
+		return
+	}
+	require.NoError(s.t, os.MkdirAll(dir, 0o755))
+	for file, id := range names {
+		out, err := exec.Command(filepath.Join(BinDir(), "temporal"), "workflow", "show", "--address", s.Temporal.Address(),
+			"--workflow-id", id, "--output", "json").Output()
+		require.NoError(s.t, err, id)
+		require.NoError(s.t, os.WriteFile(filepath.Join(dir, file), out, 0o644))
+	}
 }
