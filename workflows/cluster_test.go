@@ -1,0 +1,93 @@
+package workflows
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/flotilla-gitops/flotilla/activities"
+)
+
+func clusterInput() ClusterWorkflowInput {
+	return ClusterWorkflowInput{Generation: 1, CheckInterval: time.Minute, Target: activities.ClusterTarget{
+		GitRepo: "shop", Cluster: "edge-1", Repo: "https://git.example.com/shop.git", Commit: "0123456789abcdef0123456789abcdef01234567",
+		Bundles: []activities.BundleRef{{Name: "web", Path: "web"}},
+	}}
+}
+
+func deployed(id string) activities.Observation {
+	return activities.Observation{Bundles: []activities.BundleObservation{{Bundle: "web", ReleaseName: "web", Namespace: "web",
+		Deploy: true, DesiredID: "s-1", Release: activities.ReleaseInfo{Exists: id != "", Status: "deployed", Revision: 1, DeploymentID: id},
+		Resources: activities.ResourceSummary{Checked: id != "", Counts: activities.ResourceCounts{DesiredReady: 2, Ready: 2}}}}}
+}
+
+// A new cluster installs once, reports Ready to its GitRepo, then only checks: an in-sync release is
+// never applied again, and the workflow continues as new when its history should be cut.
+func TestClusterWorkflowInstallsOnceThenOnlyChecks(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	var a *activities.Activities
+	observed := 0
+	env.OnActivity(a.Observe, mock.Anything, mock.Anything).Return(func(_ context.Context, _ activities.ObserveInput) (activities.Observation, error) {
+		observed++
+		if observed == 1 {
+			return deployed(""), nil
+		}
+		return deployed("s-1"), nil
+	})
+	env.OnActivity(a.Apply, mock.Anything, mock.Anything).Return(activities.ApplyResult{Bundles: []activities.BundleApplyResult{{Bundle: "web", Revision: 1}}}, nil).Once()
+	var reports []ClusterReport
+	env.OnSignalExternalWorkflow(mock.Anything, "gitrepo/shop", "", SignalClusterReport, mock.Anything).Return(
+		func(_, _, _, _ string, arg any) error { reports = append(reports, arg.(ClusterReport)); return nil })
+	// Let a few idle checks happen, then ask for continue-as-new.
+	env.RegisterDelayedCallback(func() { env.SetContinueAsNewSuggested(true) }, 5*time.Minute)
+
+	env.ExecuteWorkflow(ClusterWorkflow, clusterInput())
+
+	require.True(t, env.IsWorkflowCompleted())
+	require.True(t, workflow.IsContinueAsNewError(env.GetWorkflowError()), "history is cut by continue-as-new: %v", env.GetWorkflowError())
+	env.AssertNumberOfCalls(t, "Apply", 1)
+	require.GreaterOrEqual(t, observed, 4, "idle checks keep observing")
+	require.Len(t, reports, 1, "an unchanged status is reported once")
+	require.Equal(t, StateReady, reports[0].Status.State)
+	require.Equal(t, int64(1), reports[0].Status.Generation)
+}
+
+// A cluster that cannot be reached reports it, keeps no stale Ready, and retries on its own.
+func TestClusterWorkflowReportsUnreachableAndRetries(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	var a *activities.Activities
+	calls := 0
+	env.OnActivity(a.Observe, mock.Anything, mock.Anything).Return(func(_ context.Context, _ activities.ObserveInput) (activities.Observation, error) {
+		calls++
+		if calls <= 4 { // two attempts per observation: the first two observations fail
+			return activities.Observation{}, testError("cluster \"edge-1\" unreachable: connection refused")
+		}
+		return deployed("s-1"), nil
+	})
+	var states []string
+	env.OnSignalExternalWorkflow(mock.Anything, "gitrepo/shop", "", SignalClusterReport, mock.Anything).Return(
+		func(_, _, _, _ string, arg any) error {
+			r := arg.(ClusterReport)
+			states = append(states, r.Status.State)
+			if len(states) == 1 {
+				require.False(t, r.Status.Reachable)
+				require.Contains(t, r.Status.Message, "unreachable")
+			}
+			return nil
+		})
+	env.RegisterDelayedCallback(func() { env.SetContinueAsNewSuggested(true) }, 10*time.Minute)
+	env.ExecuteWorkflow(ClusterWorkflow, clusterInput())
+	require.Equal(t, StateErrApplied, states[0])
+	require.Equal(t, StateReady, states[len(states)-1], "it converges once the cluster answers")
+}
+
+type testError string
+
+func (e testError) Error() string { return string(e) }
