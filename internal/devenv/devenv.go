@@ -78,7 +78,7 @@ func Up(ctx context.Context, o Options) error {
 		specs = append(specs, localk8s.ClusterOptions{Name: name, Workloads: true})
 	}
 	o.say("starting clusters %s", strings.Join(o.Clusters, ", "))
-	k8s, err := localk8s.Start(ctx, localk8s.Options{Dir: filepath.Join(o.Dir, "clusters"), BinDir: bin, Clusters: specs,
+	k8s, err := localk8s.Start(ctx, localk8s.Options{Dir: filepath.Join(o.Dir, "clusters"), BinDir: bin, Clusters: specs, Detached: true,
 		Logger: func(f string, a ...any) { o.say("  "+f, a...) }})
 	if err != nil {
 		return err
@@ -87,7 +87,7 @@ func Up(ctx context.Context, o Options) error {
 	tmp, err := tempdev.Start(ctx, tempdev.Options{
 		Bin: filepath.Join(bin, "temporal"), Dir: filepath.Join(o.Dir, "temporal"),
 		Port: o.TemporalPort, UIPort: o.UIPort, SearchAttributes: workflows.SearchAttributes,
-		LogFile: filepath.Join(logs, "temporal.log"), PIDFile: filepath.Join(pids, "temporal.pid"),
+		LogFile: filepath.Join(logs, "temporal.log"), PIDFile: filepath.Join(pids, "temporal.pid"), Detached: true,
 	})
 	if err != nil {
 		return err
@@ -99,7 +99,7 @@ func Up(ctx context.Context, o Options) error {
 	}
 	o.say("example repository file://%s at %s", repoDir, commit[:12])
 	_, err = StartWorker(WorkerOptions{Bin: bin, Address: tmp.Address(), CacheDir: filepath.Join(o.Dir, "cache"),
-		LogFile: filepath.Join(logs, "worker.log"), PIDFile: filepath.Join(pids, "worker.pid")})
+		LogFile: filepath.Join(logs, "worker.log"), PIDFile: filepath.Join(pids, "worker.pid"), Detached: true})
 	if err != nil {
 		return err
 	}
@@ -177,6 +177,7 @@ func running(dir string) bool {
 type WorkerOptions struct {
 	Bin, Address, Namespace, CacheDir, LogFile, PIDFile string
 	ExtraArgs                                           []string
+	Detached                                            bool
 }
 
 // StartWorker starts bin/flotilla-worker as its own process.
@@ -186,7 +187,7 @@ func StartWorker(o WorkerOptions) (*proc.Process, error) {
 		args = append(args, "--namespace", o.Namespace)
 	}
 	return proc.Start(proc.Spec{Name: "flotilla-worker", Path: filepath.Join(o.Bin, "flotilla-worker"),
-		Args: append(args, o.ExtraArgs...), LogFile: o.LogFile, PIDFile: o.PIDFile})
+		Args: append(args, o.ExtraArgs...), LogFile: o.LogFile, PIDFile: o.PIDFile, Detached: o.Detached})
 }
 
 // CLI runs bin/flotilla against one Temporal address.

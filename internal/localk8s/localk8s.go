@@ -54,6 +54,8 @@ type Options struct {
 	Dir, BinDir string
 	Clusters    []ClusterOptions
 	Logger      func(format string, args ...any)
+	// Detached keeps the clusters running after this process exits (`make up`).
+	Detached bool
 }
 
 type cluster struct {
@@ -132,7 +134,7 @@ func (e *Env) startEtcd(ctx context.Context) error {
 	}
 	e.etcdURL = fmt.Sprintf("http://127.0.0.1:%d", ports[0])
 	peer := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
-	p, err := proc.Start(proc.Spec{Name: "etcd", Path: e.bin("etcd"), Args: []string{
+	p, err := proc.Start(proc.Spec{Detached: e.o.Detached, Name: "etcd", Path: e.bin("etcd"), Args: []string{
 		"--name", "flotilla", "--data-dir", filepath.Join(e.o.Dir, "etcd"),
 		"--listen-client-urls", e.etcdURL, "--advertise-client-urls", e.etcdURL,
 		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer, "--initial-cluster", "flotilla=" + peer,
@@ -226,7 +228,7 @@ func (e *Env) startAPIServer(ctx context.Context, c *cluster) error {
 		args = append(args, "--disable-admission-plugins=ServiceAccount")
 	}
 	log := filepath.Join(c.dir, "apiserver.log")
-	p, err := proc.Start(proc.Spec{Name: c.opts.Name + "-apiserver", Path: e.bin("kube-apiserver"), Args: args,
+	p, err := proc.Start(proc.Spec{Detached: e.o.Detached, Name: c.opts.Name + "-apiserver", Path: e.bin("kube-apiserver"), Args: args,
 		LogFile: log, PIDFile: filepath.Join(e.PIDDir(), c.opts.Name+"-apiserver.pid")})
 	if err != nil {
 		return err
@@ -278,6 +280,7 @@ func (e *Env) startWorkers(ctx context.Context, c *cluster) error {
 	for _, s := range specs {
 		s.LogFile = filepath.Join(c.dir, strings.TrimPrefix(s.Name, c.opts.Name+"-")+".log")
 		s.PIDFile = filepath.Join(e.PIDDir(), s.Name+".pid")
+		s.Detached = e.o.Detached
 		p, err := proc.Start(s)
 		if err != nil {
 			return err

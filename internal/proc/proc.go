@@ -23,6 +23,9 @@ type Spec struct {
 	Dir        string
 	LogFile    string
 	PIDFile    string
+	// Detached keeps the process running after this one exits (`make up`). Otherwise the kernel kills it
+	// when its parent dies, so a test binary killed by a timeout leaves nothing behind.
+	Detached bool
 }
 
 // Process is a started process.
@@ -40,6 +43,9 @@ func Start(s Spec) (*Process, error) {
 	cmd.Dir = s.Dir
 	cmd.Env = append(os.Environ(), s.Env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if !s.Detached {
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	}
 	if s.LogFile != "" {
 		if err := os.MkdirAll(filepath.Dir(s.LogFile), 0o755); err != nil {
 			return nil, err

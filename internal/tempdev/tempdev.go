@@ -32,6 +32,8 @@ type Options struct {
 	SearchAttributes map[string]string
 	DynamicConfig    map[string]string
 	LogFile, PIDFile string
+	// Detached keeps the server running after this process exits (`make up`).
+	Detached bool
 }
 
 // Server is a running dev server.
@@ -111,7 +113,7 @@ func (s *Server) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := proc.Start(proc.Spec{Name: "temporal", Path: s.o.Bin, Args: args, LogFile: s.o.LogFile, PIDFile: s.o.PIDFile})
+	p, err := proc.Start(proc.Spec{Detached: s.o.Detached, Name: "temporal", Path: s.o.Bin, Args: args, LogFile: s.o.LogFile, PIDFile: s.o.PIDFile})
 	if err != nil {
 		return err
 	}
