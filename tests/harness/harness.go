@@ -388,3 +388,36 @@ func (s *Stack) RecordHistories(names map[string]string) {
 		require.NoError(s.t, os.WriteFile(filepath.Join(dir, file), out, 0o644))
 	}
 }
+
+// ClusterStatus queries one cluster workflow directly (its live status, timestamps included).
+func (s *Stack) ClusterStatus(gitRepo, cluster string) (workflows.ClusterStatus, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var st workflows.ClusterStatus
+	v, err := s.Client.QueryWorkflow(ctx, workflows.ClusterWorkflowID(gitRepo, cluster), "", workflows.QueryStatus)
+	if err != nil {
+		return st, err
+	}
+	return st, v.Get(&st)
+}
+
+// WaitChecks waits until a cluster workflow has completed n more checks.
+func (s *Stack) WaitChecks(gitRepo, cluster string, n int) {
+	s.t.Helper()
+	// Right after a worker restart the first query waits out the dead worker's sticky queue.
+	var last time.Time
+	require.Eventually(s.t, func() bool {
+		first, err := s.ClusterStatus(gitRepo, cluster)
+		last = first.LastChecked
+		return err == nil
+	}, time.Minute, 100*time.Millisecond, "cluster %s answers queries", cluster)
+	seen := 0
+	require.Eventually(s.t, func() bool {
+		st, err := s.ClusterStatus(gitRepo, cluster)
+		if err == nil && st.LastChecked.After(last) {
+			last = st.LastChecked
+			seen++
+		}
+		return seen >= n
+	}, time.Minute, 100*time.Millisecond, "cluster %s: %d checks", cluster, n)
+}

@@ -1,0 +1,186 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/flotilla-gitops/flotilla/fleet"
+	"github.com/flotilla-gitops/flotilla/internal/localk8s"
+	"github.com/flotilla-gitops/flotilla/tests/harness"
+	"github.com/flotilla-gitops/flotilla/workflows"
+)
+
+// seedBundle is 10 ConfigMaps and a Deployment: 11 objects.
+func seedBundle() map[string]string {
+	var docs []string
+	for i := 0; i < 10; i++ {
+		docs = append(docs, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-%d\ndata:\n  n: \"%d\"\n", i, i))
+	}
+	return map[string]string{
+		"seed/fleet.yaml": "name: seed\ndefaultNamespace: seed\n",
+		"seed/cms.yaml":   strings.Join(docs, "---\n"),
+		"seed/deploy.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: api
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: api}}
+  template:
+    metadata: {labels: {app: api}}
+    spec:
+      containers: [{name: api, image: registry.invalid/api:1}]
+`,
+	}
+}
+
+func seedGitRepo(repo string, correct bool) workflows.GitRepoInput {
+	spec := fleet.GitRepoSpec{Repo: repo, Branch: "main", PollingInterval: "1s", Paths: []string{"seed"},
+		Targets: []fleet.GitTarget{{ClusterName: "a"}}}
+	if correct {
+		spec.CorrectDrift = &fleet.CorrectDrift{Enabled: true}
+	}
+	return workflows.GitRepoInput{GitRepo: fleet.GitRepo{Metadata: fleet.ObjectMeta{Name: "seed"}, Spec: spec},
+		Flotilla: &workflows.RunOptions{CheckInterval: "1s", ResyncInterval: "3s"}}
+}
+
+func seedCluster(st workflows.GitRepoStatus) workflows.ClusterStatus {
+	c, _ := harness.Cluster(st, "a")
+	return c
+}
+
+// Fleet's pain #2: a resource deleted by hand must not count as ready. It is `missing`, the counts say
+// 10/11, a changed Deployment is `modified`; with correctDrift enabled both are restored.
+func TestDeletedAndModifiedObjectsAreReportedThenCorrected(t *testing.T) {
+	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a", Workloads: true}}})
+	repo := s.NewRepo(seedBundle())
+	s.AddCluster("a", "a", nil, nil)
+	s.StartGitRepo(seedGitRepo(repo.URL(), false))
+	st := s.WaitStatus("seed", 2*time.Minute, "11/11 ready", func(st workflows.GitRepoStatus) bool {
+		return harness.AllReady(st) && st.ResourceCounts.Ready == 11
+	})
+	require.Equal(t, 11, st.ResourceCounts.DesiredReady)
+
+	ctx := context.Background()
+	kube := s.Kube("a")
+	require.NoError(t, kube.CoreV1().ConfigMaps("seed").Delete(ctx, "cm-5", metav1.DeleteOptions{}))
+	st = s.WaitStatus("seed", time.Minute, "cm-5 missing", func(st workflows.GitRepoStatus) bool {
+		return st.ResourceCounts.Missing == 1
+	})
+	c := seedCluster(st)
+	require.Equal(t, 11, c.ResourceCounts.DesiredReady, "desiredReady counts the missing object")
+	require.Equal(t, 10, c.ResourceCounts.Ready)
+	require.Equal(t, workflows.StateModified, c.State, "the cluster is not Ready")
+	require.Contains(t, c.Message, "configmap seed/cm-5 missing")
+	require.Equal(t, 0, st.ReadyClusters)
+
+	_, err := kube.AppsV1().Deployments("seed").Patch(ctx, "api", types.MergePatchType, []byte(`{"spec":{"replicas":5}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	st = s.WaitStatus("seed", time.Minute, "the Deployment modified", func(st workflows.GitRepoStatus) bool {
+		return st.ResourceCounts.Modified == 1 && st.ResourceCounts.Missing == 1
+	})
+	require.Contains(t, seedCluster(st).Message, "deployment seed/api modified")
+	s.WaitChecks("seed", "a", 3) // drift is reported, not corrected, by default
+	require.Nil(t, s.ConfigMapData("a", "seed", "cm-5"))
+	revisions := len(s.History("a", "seed", "seed"))
+
+	// Turn correctDrift on through the CLI, as a user would.
+	s.Apply(harness.GitRepoYAML("seed", repo.URL(), `  paths: [seed]
+  targets: [{clusterName: a}]
+  correctDrift: {enabled: true}
+`))
+	st = s.WaitStatus("seed", 2*time.Minute, "11/11 ready again", func(st workflows.GitRepoStatus) bool {
+		return harness.AllReady(st) && st.ResourceCounts.Ready == 11
+	})
+	require.Equal(t, "5", s.ConfigMapData("a", "seed", "cm-5")["n"], "the deleted object is recreated")
+	dep, err := kube.AppsV1().Deployments("seed").Get(ctx, "api", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.EqualValues(t, 2, *dep.Spec.Replicas, "the modified field is reverted")
+	require.Len(t, s.History("a", "seed", "seed"), revisions+1, "one correction, one revision")
+}
+
+// Fleet's pains #3 and #4: deleting generated state by hand (the Helm release Secrets, a cluster's
+// workflow) is repaired by the next check; restarting the worker or the Temporal server re-applies nothing.
+func TestGeneratedStateComesBackAndRestartsAddNoRevisions(t *testing.T) {
+	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a", Workloads: true}}})
+	repo := s.NewRepo(seedBundle())
+	s.AddCluster("a", "a", nil, nil)
+	s.StartGitRepo(seedGitRepo(repo.URL(), true))
+	ready11 := func(st workflows.GitRepoStatus) bool { return harness.AllReady(st) && st.ResourceCounts.Ready == 11 }
+	s.WaitStatus("seed", 2*time.Minute, "11/11 ready", ready11)
+	require.Len(t, s.History("a", "seed", "seed"), 1)
+
+	// Restarts: the worker (SIGKILL), then the Temporal server on the same database.
+	s.KillWorker()
+	s.StartWorker()
+	s.WaitChecks("seed", "a", 3)
+	require.NoError(t, s.Temporal.Restart(t.Context()))
+	s.WaitChecks("seed", "a", 3)
+	st := s.WaitStatus("seed", time.Minute, "11/11 ready after restarts", ready11)
+	require.Len(t, s.History("a", "seed", "seed"), 1, "no restart re-applies an in-sync release")
+	require.Equal(t, 1, seedCluster(st).Bundles[0].Revision)
+
+	// The release's Helm Secrets deleted by hand: reinstalled at the next check, objects kept.
+	ctx := context.Background()
+	kube := s.Kube("a")
+	secrets, err := kube.CoreV1().Secrets("seed").List(ctx, metav1.ListOptions{LabelSelector: "owner=helm,name=seed"})
+	require.NoError(t, err)
+	require.NotEmpty(t, secrets.Items)
+	for _, sec := range secrets.Items {
+		require.NoError(t, kube.CoreV1().Secrets("seed").Delete(ctx, sec.Name, metav1.DeleteOptions{}))
+	}
+	require.Eventually(t, func() bool {
+		h, err := s.Helm("a").History(ctx, "seed", "seed")
+		return err == nil && len(h) == 1 && h[0].Status == "deployed"
+	}, time.Minute, 200*time.Millisecond, "the release record comes back")
+	s.WaitStatus("seed", time.Minute, "11/11 ready", ready11)
+
+	// The cluster's workflow terminated by hand (as from the Web UI): it comes back, without re-applying.
+	id := workflows.ClusterWorkflowID("seed", "a")
+	require.NoError(t, s.Client.TerminateWorkflow(ctx, id, "", "terminated by a test, as from the Web UI"))
+	require.Eventually(t, func() bool {
+		d, err := s.Client.DescribeWorkflowExecution(ctx, id, "")
+		return err == nil && d.WorkflowExecutionInfo.GetStatus().String() == "Running"
+	}, time.Minute, 200*time.Millisecond, "the cluster workflow runs again")
+	s.WaitChecks("seed", "a", 2)
+	s.WaitStatus("seed", time.Minute, "11/11 ready", ready11)
+	require.Len(t, s.History("a", "seed", "seed"), 1)
+}
+
+// A cluster that no longer matches a target has the GitRepo's releases uninstalled; deleting a GitRepo with
+// keepResources drops only the Helm record.
+func TestLeavingTheTargetsUninstallsAndKeepResourcesKeeps(t *testing.T) {
+	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a"}, {Name: "b"}}})
+	repo := s.NewRepo(map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  v: \"1\"\n"})
+	s.AddCluster("a", "a", map[string]string{"env": "x"}, nil)
+	s.AddCluster("b", "b", map[string]string{"env": "x"}, nil)
+	s.Apply(harness.GitRepoYAML("leave", repo.URL(), "  paths: [app]\n  targets: [{clusterSelector: {matchLabels: {env: x}}}]\n"))
+	s.WaitStatus("leave", 2*time.Minute, "both Ready", func(st workflows.GitRepoStatus) bool { return harness.AllReady(st) && st.DesiredReadyClusters == 2 })
+	s.Apply(harness.GitRepoYAML("kept", repo.URL(), "  paths: [app]\n  targetNamespace: kept\n  keepResources: true\n  targets: [{clusterName: a}]\n"))
+	s.WaitStatus("kept", 2*time.Minute, "Ready", harness.AllReady)
+
+	// b loses its label: its release goes, a's stays.
+	s.AddCluster("b", "b", map[string]string{"env": "gone"}, nil)
+	s.WaitStatus("leave", time.Minute, "only a targeted", func(st workflows.GitRepoStatus) bool {
+		return st.DesiredReadyClusters == 1 && harness.AllReady(st)
+	})
+	require.Eventually(t, func() bool { return len(s.Releases("b", "leave")) == 0 }, time.Minute, 200*time.Millisecond)
+	require.Nil(t, s.ConfigMapData("b", "default", "app"), "the objects are uninstalled from b")
+	require.Len(t, s.Releases("a", "leave"), 1)
+
+	// Deleting a GitRepo with keepResources forgets the release and keeps its objects.
+	s.CLIRun("delete", "kept")
+	require.Eventually(t, func() bool { return len(s.Releases("a", "kept")) == 0 }, time.Minute, 200*time.Millisecond)
+	require.Equal(t, "1", s.ConfigMapData("a", "kept", "app")["v"], "keepResources keeps the objects")
+	require.Eventually(t, func() bool {
+		d, err := s.Client.DescribeWorkflowExecution(context.Background(), workflows.GitRepoWorkflowID("kept"), "")
+		return err == nil && d.WorkflowExecutionInfo.GetStatus().String() == "Completed"
+	}, time.Minute, 200*time.Millisecond, "the GitRepo workflow ends once removed everywhere")
+}
