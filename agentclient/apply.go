@@ -12,8 +12,19 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/kube"
 	"helm.sh/helm/v3/pkg/postrender"
+	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 )
+
+// RollbackRequest re-applies a revision (0: the latest) to repair drift.
+type RollbackRequest struct {
+	Namespace, Name string
+	Revision        int
+	Force           bool // replace objects whose changes cannot be patched (immutable fields)
+	MaxHistory      int
+	// KeepFailHistory keeps a failed attempt as a revision; without it the history looks as if it never ran.
+	KeepFailHistory bool
+}
 
 // ApplyRequest is one Helm install or upgrade.
 type ApplyRequest struct {
@@ -167,7 +178,8 @@ func replacingLabels(cfg *action.Configuration, name string, labels map[string]s
 // the merge is the three-way JSON merge kubectl apply uses, so their drift is reverted too. Force
 // replaces objects whose changes cannot be patched. maxHistory 0 ⇒ DefaultMaxHistory. It returns the
 // new revision.
-func (c *Client) Rollback(ctx context.Context, namespace, name string, revision int, force bool, maxHistory int) (int, error) {
+func (c *Client) Rollback(ctx context.Context, r RollbackRequest) (int, error) {
+	namespace, name := r.Namespace, r.Name
 	return exclusive(ctx, c, namespace, name, "rollback", func() (int, error) {
 		opCtx := context.WithoutCancel(ctx)
 		cfg, err := c.actionConfig(opCtx, namespace, name)
@@ -177,23 +189,26 @@ func (c *Client) Rollback(ctx context.Context, namespace, name string, revision 
 		if kc, ok := cfg.KubeClient.(*kube.Client); ok {
 			cfg.KubeClient = threeWayKube{kc}
 		}
-		target := revision
+		current, err := cfg.Releases.Last(name)
+		if errors.Is(err, driver.ErrReleaseNotFound) {
+			return 0, c.errorf(namespace, name, "rollback", ErrReleaseNotFound)
+		}
+		if err != nil {
+			return 0, c.errorf(namespace, name, "rollback", err)
+		}
+		target := r.Revision
 		if target == 0 {
-			last, err := cfg.Releases.Last(name)
-			if errors.Is(err, driver.ErrReleaseNotFound) {
-				return 0, c.errorf(namespace, name, "rollback", ErrReleaseNotFound)
-			}
-			if err != nil {
-				return 0, c.errorf(namespace, name, "rollback", err)
-			}
-			target = last.Version
+			target = current.Version
 		}
 		rb := action.NewRollback(cfg)
 		rb.Version = target
-		rb.Force = force
-		rb.MaxHistory = orDefault(maxHistory, DefaultMaxHistory)
+		rb.Force = r.Force
+		rb.MaxHistory = orDefault(r.MaxHistory, DefaultMaxHistory)
 		rb.Timeout = DefaultTimeout
 		if err := rb.Run(name); err != nil {
+			if !r.KeepFailHistory {
+				c.forgetFailedRollback(cfg, current)
+			}
 			return 0, c.errorf(namespace, name, fmt.Sprintf("rollback to revision %d", target), err)
 		}
 		last, err := cfg.Releases.Last(name)
@@ -204,6 +219,25 @@ func (c *Client) Rollback(ctx context.Context, namespace, name string, revision 
 			zap.Int("toRevision", target), zap.Int("revision", last.Version))
 		return last.Version, nil
 	})
+}
+
+// forgetFailedRollback removes the failed revision a rollback recorded and marks the revision that was
+// current deployed again, as Fleet does without keepFailHistory: a drift correction that keeps failing
+// must not fill the history with failures or push good revisions out of it. Best effort: the error that
+// matters is the rollback's.
+func (c *Client) forgetFailedRollback(cfg *action.Configuration, current *release.Release) {
+	failed, err := cfg.Releases.Last(current.Name)
+	if err != nil || failed.Version != current.Version+1 {
+		return
+	}
+	if _, err := cfg.Releases.Delete(failed.Name, failed.Version); err != nil {
+		c.log.Warn("could not remove failed rollback revision", zap.String("release", current.Name), zap.Error(err))
+		return
+	}
+	current.Info.Status = release.StatusDeployed
+	if err := cfg.Releases.Update(current); err != nil {
+		c.log.Warn("could not restore release status after failed rollback", zap.String("release", current.Name), zap.Error(err))
+	}
 }
 
 // threeWayKube makes Helm's plain Update use the three-way merge for unstructured objects as well;

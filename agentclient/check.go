@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/releaseutil"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -43,6 +44,7 @@ const (
 	StateModified = "modified" // a field the manifest sets has another live value
 	StateNotReady = "notReady" // kstatus InProgress, Failed or Terminating
 	StateUnknown  = "unknown"  // could not be read or evaluated
+	StateOrphaned = "orphaned" // not desired any more, left over from the previous revision
 	StateReady    = "ready"    // kstatus Current
 )
 
@@ -57,7 +59,9 @@ type checkItem struct {
 	ref     ObjectRef
 	desired *unstructured.Unstructured
 	live    *unstructured.Unstructured
+	norm    normalizer
 	result  *ObjectStatus // set early when the object cannot be evaluated
+	orphan  bool          // in the previous revision only
 }
 
 type fetchGroup struct {
@@ -65,41 +69,79 @@ type fetchGroup struct {
 	namespace string
 }
 
-// CheckRelease reads the latest revision's manifest and reports every object's live state, sorted by
+// CheckRelease reads the latest revision's manifest and reports every object's live state, and the
+// objects of the previous revision that are no longer desired but still live as orphaned, sorted by
 // kind, namespace and name. Objects of one resource type in one namespace are fetched with a single
 // LIST when there are two or more of them. Readiness is kstatus's (Current ⇒ ready); drift detection
 // compares only the fields the manifest sets (see driftPaths). Hooks are not part of the manifest and
 // are not checked. An unreachable cluster fails the whole call; any other problem with one object
-// makes that object "unknown".
-func (c *Client) CheckRelease(ctx context.Context, namespace, name string) ([]ObjectStatus, error) {
-	rel, err := c.storage(ctx, namespace, c.helmLog(namespace, name)).Last(name)
-	if errors.Is(err, driver.ErrReleaseNotFound) {
-		return nil, c.errorf(namespace, name, "check", ErrReleaseNotFound)
-	}
+// makes that object "unknown". opts leave known differences, ignored objects and ignored conditions out.
+func (c *Client) CheckRelease(ctx context.Context, namespace, name string, opts CheckOptions) ([]ObjectStatus, error) {
+	hist, err := c.history(ctx, namespace, name)
 	if err != nil {
 		return nil, c.errorf(namespace, name, "check", err)
 	}
+	return c.checkObjects(ctx, namespace, name, hist, opts)
+}
+
+// history reads every revision with one LIST, oldest first; ErrReleaseNotFound when there is none.
+func (c *Client) history(ctx context.Context, namespace, name string) ([]*release.Release, error) {
+	hist, err := c.storage(ctx, namespace, c.helmLog(namespace, name)).History(name)
+	if err == nil && len(hist) == 0 || errors.Is(err, driver.ErrReleaseNotFound) {
+		return nil, ErrReleaseNotFound
+	}
+	releaseutil.SortByRevision(hist)
+	return hist, err
+}
+
+// Inspect is Observe and, when the latest revision is deployed, CheckRelease, from a single read of the
+// release's history: an idle check costs one LIST of Secrets plus the reads of the objects.
+func (c *Client) Inspect(ctx context.Context, namespace, name string, opts CheckOptions) (ReleaseState, []ObjectStatus, error) {
+	// One LIST of the release's Secrets gives the latest revision and the one before it, whose objects
+	// that are gone from the latest manifest but still live are orphans.
+	hist, err := c.history(ctx, namespace, name)
+	if errors.Is(err, ErrReleaseNotFound) {
+		return ReleaseState{Name: name, Namespace: namespace}, nil, nil
+	}
+	if err != nil {
+		return ReleaseState{}, nil, c.errorf(namespace, name, "observe", err)
+	}
+	rel := hist[len(hist)-1]
+	state := stateOf(rel)
+	if state.Status != "deployed" {
+		return state, nil, nil
+	}
+	objs, err := c.checkObjects(ctx, namespace, name, hist, opts)
+	return state, objs, err
+}
+
+func (c *Client) checkObjects(ctx context.Context, namespace, name string, hist []*release.Release, opts CheckOptions) ([]ObjectStatus, error) {
+	rel := hist[len(hist)-1]
 	objs, err := manifestObjects(rel.Manifest)
 	if err != nil {
 		return nil, c.errorf(namespace, name, fmt.Sprintf("check: manifest of revision %d", rel.Version), err)
 	}
+	var previous []*unstructured.Unstructured
+	if len(hist) > 1 {
+		// A previous manifest that does not parse only means orphans cannot be named.
+		previous, _ = manifestObjects(hist[len(hist)-2].Manifest)
+	}
 
 	var items []*checkItem
 	groups := map[fetchGroup][]*checkItem{}
-	for _, o := range objs {
-		it := &checkItem{desired: o, ref: ObjectRef{APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Name: o.GetName()}}
-		items = append(items, it)
+	add := func(o *unstructured.Unstructured, orphan bool) (*checkItem, error) {
+		it := &checkItem{desired: o, orphan: orphan, ref: ObjectRef{APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Name: o.GetName()}}
 		mapping, err := c.restMapping(o.GroupVersionKind())
 		switch {
 		case meta.IsNoMatchError(err):
 			it.ref.Namespace = o.GetNamespace()
 			it.result = &ObjectStatus{State: StateMissing, Message: fmt.Sprintf("%s %s: kind %s is not served by the cluster", it.ref.Kind, it.ref.Name, o.GroupVersionKind())}
-			continue
+			return it, nil
 		case IsUnreachable(err):
-			return nil, c.errorf(namespace, name, "check", err)
+			return nil, err
 		case err != nil:
 			it.result = &ObjectStatus{State: StateUnknown, Message: fmt.Sprintf("%s %s: %v", it.ref.Kind, it.ref.Name, err)}
-			continue
+			return it, nil
 		}
 		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
 			it.ref.Namespace = o.GetNamespace()
@@ -109,6 +151,30 @@ func (c *Client) CheckRelease(ctx context.Context, namespace, name string) ([]Ob
 		}
 		g := fetchGroup{resource: mapping.Resource, namespace: it.ref.Namespace}
 		groups[g] = append(groups[g], it)
+		return it, nil
+	}
+	desired := map[ObjectRef]bool{}
+	for _, o := range objs {
+		it, err := add(o, false)
+		if err != nil {
+			return nil, c.errorf(namespace, name, "check", err)
+		}
+		items = append(items, it)
+		desired[it.ref] = true
+	}
+	var orphans []*checkItem
+	for _, o := range previous {
+		ref := ObjectRef{APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Namespace: o.GetNamespace(), Name: o.GetName()}
+		if ref.Namespace == "" && desired[ObjectRef{ref.APIVersion, ref.Kind, rel.Namespace, ref.Name}] || desired[ref] {
+			continue
+		}
+		it, err := add(o, true)
+		if err != nil {
+			return nil, c.errorf(namespace, name, "check", err)
+		}
+		if it.result == nil && !desired[it.ref] {
+			orphans = append(orphans, it)
+		}
 	}
 	for g, its := range groups {
 		if err := c.fetch(ctx, g, its); err != nil {
@@ -116,19 +182,28 @@ func (c *Client) CheckRelease(ctx context.Context, namespace, name string) ([]Ob
 		}
 	}
 
-	out := make([]ObjectStatus, 0, len(items))
+	out := make([]ObjectStatus, 0, len(items)+len(orphans))
 	seen := map[ObjectRef]bool{}
 	for _, it := range items {
 		if seen[it.ref] {
 			continue // the same object twice in a manifest is one object in the cluster
 		}
 		seen[it.ref] = true
+		it.norm = opts.forObject(it.ref)
 		st := it.result
-		if st == nil {
+		if st == nil || it.norm.ignored && st.State == StateMissing {
 			st = evaluate(it)
 		}
 		st.Ref = it.ref
 		out = append(out, *st)
+	}
+	for _, it := range orphans {
+		if seen[it.ref] || it.live == nil || opts.forObject(it.ref).ignored {
+			continue
+		}
+		seen[it.ref] = true
+		out = append(out, ObjectStatus{Ref: it.ref, State: StateOrphaned,
+			Message: fmt.Sprintf("%s %s: left over from revision %d", it.ref.Kind, it.ref.Name, hist[len(hist)-2].Version)})
 	}
 	slices.SortFunc(out, func(a, b ObjectStatus) int {
 		return strings.Compare(sortKey(a.Ref), sortKey(b.Ref))
@@ -206,19 +281,23 @@ func listByName(ctx context.Context, ri dynamic.ResourceInterface) (map[string]*
 func evaluate(it *checkItem) *ObjectStatus {
 	label := it.ref.Kind + " " + it.ref.Name
 	if it.live == nil {
+		if it.norm.ignored {
+			return &ObjectStatus{State: StateReady, Message: label + ": absent, ignored by diff.comparePatches"}
+		}
 		return &ObjectStatus{State: StateMissing, Message: label + ": not found"}
 	}
 	// List items may come without apiVersion and kind; kstatus picks its rules by kind.
 	it.live.SetAPIVersion(it.desired.GetAPIVersion())
 	it.live.SetKind(it.desired.GetKind())
-	if paths := driftPaths(it.desired.Object, it.live.Object); len(paths) > 0 {
+	desired, live := it.norm.forDiff(it.desired.Object, it.live.Object)
+	if paths := driftPaths(desired, live); len(paths) > 0 && !it.norm.ignored {
 		msg := label + ": modified: " + strings.Join(paths[:min(len(paths), maxDriftPaths)], ", ")
 		if n := len(paths) - maxDriftPaths; n > 0 {
 			msg += fmt.Sprintf(" (+%d more)", n)
 		}
 		return &ObjectStatus{State: StateModified, Message: msg}
 	}
-	res, err := status.Compute(it.live)
+	res, err := status.Compute(it.norm.forReadiness(it.live))
 	if err != nil {
 		return &ObjectStatus{State: StateUnknown, Message: fmt.Sprintf("%s: %v", label, err)}
 	}

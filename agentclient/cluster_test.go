@@ -19,6 +19,7 @@ import (
 	helmtime "helm.sh/helm/v3/pkg/time"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -56,6 +57,7 @@ func TestAgainstARealCluster(t *testing.T) {
 	t.Run("a stuck pending upgrade blocks upgrades until unlocked", func(t *testing.T) { pendingUpgradeIsUnlocked(ctx, t, c) })
 	t.Run("a discarded pending revision is reused", func(t *testing.T) { pendingRevisionIsDiscarded(ctx, t, c) })
 	t.Run("check release sees readiness, deletion and drift; rollback repairs", func(t *testing.T) { checkAndRollback(ctx, t, c) })
+	t.Run("a failed drift correction leaves history alone unless keepFailHistory", func(t *testing.T) { failedRollbackHistory(ctx, t, c) })
 	t.Run("uninstall can keep the objects", func(t *testing.T) { uninstallKeepingResources(ctx, t, c) })
 	t.Run("list releases by label", func(t *testing.T) { listByLabel(ctx, t, c) })
 	t.Run("objects the apiserver rejects are invalid", func(t *testing.T) { rejectedObjectsAreInvalid(ctx, t, c) })
@@ -194,7 +196,7 @@ func checkAndRollback(ctx context.Context, t *testing.T, c *Client) {
 		"ConfigMap app-config": StateReady, "ConfigMap app-extra": StateReady,
 		"Service app": StateReady, "Deployment app": StateReady,
 	})
-	objs, err := c.CheckRelease(ctx, ns, "app")
+	objs, err := c.CheckRelease(ctx, ns, "app", CheckOptions{})
 	require.NoError(t, err)
 	require.Equal(t, ObjectRef{APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: "app-config"}, objs[0].Ref, "sorted by kind, namespace, name")
 	require.Equal(t, "Deployment app: Deployment is available. Replicas: 2", objs[2].Message)
@@ -206,7 +208,7 @@ func checkAndRollback(ctx context.Context, t *testing.T, c *Client) {
 	deployment := `{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"registry.invalid/other:1"}]}}}}`
 	patch(ctx, t, c, "deployments", ns, "app", deployment)
 
-	objs, err = c.CheckRelease(ctx, ns, "app")
+	objs, err = c.CheckRelease(ctx, ns, "app", CheckOptions{})
 	require.NoError(t, err)
 	require.Equal(t, map[string]string{
 		"ConfigMap app-config": StateMissing, "ConfigMap app-extra": StateModified,
@@ -215,7 +217,7 @@ func checkAndRollback(ctx context.Context, t *testing.T, c *Client) {
 	require.Equal(t, "ConfigMap app-extra: modified: data.version", find(objs, "app-extra").Message)
 	require.Equal(t, "Deployment app: modified: spec.template.spec.containers[name=web].image", find(objs, "app").Message)
 
-	rev, err := c.Rollback(ctx, ns, "app", 0, false, 2)
+	rev, err := c.Rollback(ctx, RollbackRequest{Namespace: ns, Name: "app", MaxHistory: 2})
 	require.NoError(t, err)
 	require.Equal(t, 2, rev)
 	requireStates(ctx, t, c, ns, "app", map[string]string{
@@ -224,12 +226,39 @@ func checkAndRollback(ctx context.Context, t *testing.T, c *Client) {
 	})
 	require.Equal(t, "1.0.0", configMap(ctx, t, c, ns, "app-extra").Data["version"])
 
-	_, err = c.Rollback(ctx, ns, "app", 0, true, 2)
+	_, err = c.Rollback(ctx, RollbackRequest{Namespace: ns, Name: "app", Force: true, MaxHistory: 2})
 	require.NoError(t, err, "forced rollback replaces the objects")
 	hist, err := c.History(ctx, ns, "app")
 	require.NoError(t, err)
 	require.Len(t, hist, 2, "maxHistory is honoured")
 	require.Equal(t, 3, hist[1].Revision)
+}
+
+func failedRollbackHistory(ctx context.Context, t *testing.T, c *Client) {
+	ns := "failing-correction"
+	_, err := c.Install(ctx, apply(ns, "app", nil))
+	require.NoError(t, err)
+	// A quota that the remaining ConfigMaps already fill makes recreating the deleted one fail.
+	require.NoError(t, c.clientset.CoreV1().ConfigMaps(ns).Delete(ctx, "app-config", metav1.DeleteOptions{}))
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "full", Namespace: ns},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/configmaps": resource.MustParse("0")}}}
+	_, err = c.clientset.CoreV1().ResourceQuotas(ns).Create(ctx, quota, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	_, err = c.Rollback(ctx, RollbackRequest{Namespace: ns, Name: "app", MaxHistory: 5})
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "app-config")
+	hist, err := c.History(ctx, ns, "app")
+	require.NoError(t, err)
+	require.Len(t, hist, 1, "the failed attempt is not kept")
+	require.Equal(t, "deployed", hist[0].Status)
+
+	_, err = c.Rollback(ctx, RollbackRequest{Namespace: ns, Name: "app", MaxHistory: 5, KeepFailHistory: true})
+	require.Error(t, err)
+	hist, err = c.History(ctx, ns, "app")
+	require.NoError(t, err)
+	require.Len(t, hist, 2, "keepFailHistory records the failed attempt")
+	require.Equal(t, "failed", hist[1].Status)
 }
 
 func uninstallKeepingResources(ctx context.Context, t *testing.T, c *Client) {
@@ -403,7 +432,7 @@ func find(objs []ObjectStatus, name string) ObjectStatus {
 func requireStates(ctx context.Context, t *testing.T, c *Client, ns, name string, want map[string]string) {
 	t.Helper()
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		objs, err := c.CheckRelease(ctx, ns, name)
+		objs, err := c.CheckRelease(ctx, ns, name, CheckOptions{})
 		require.NoError(ct, err)
 		require.Equal(ct, want, states(objs), "%v", objs)
 	}, 90*time.Second, 250*time.Millisecond)
