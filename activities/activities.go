@@ -35,7 +35,8 @@ type Activities struct {
 	// BundleConcurrency bounds parallel bundle work within one cluster (default 8).
 	BundleConcurrency int
 
-	renders renderCache
+	renders   renderCache
+	inventory inventoryCache
 }
 
 // Poll resolves the commit to deploy and reads the inventory generation: one ls-remote, no clone.
@@ -106,8 +107,11 @@ type clusterHandle struct {
 	digest string
 }
 
-func (a *Activities) handle(ctx context.Context, t ClusterTarget) (*clusterHandle, error) {
-	inv, err := a.Inventory.Read(ctx)
+// handle resolves the cluster and the checkout. ping checks reachability first, so an apply fails fast
+// with a clear error; an observe skips it, because its first read fails just as clearly and an idle check
+// should cost as few requests as possible.
+func (a *Activities) handle(ctx context.Context, t ClusterTarget, ping bool) (*clusterHandle, error) {
+	inv, err := a.inventoryFor(ctx, t)
 	if err != nil {
 		return nil, fmt.Errorf("reading the cluster inventory: %w", err)
 	}
@@ -120,8 +124,10 @@ func (a *Activities) handle(ctx context.Context, t ClusterTarget) (*clusterHandl
 	if err != nil {
 		return nil, temporal.NewApplicationError(fmt.Sprintf("cluster %q: %v", t.Cluster, err), ErrTypeUnreachable)
 	}
-	if err := cl.Ping(ctx); err != nil {
-		return nil, temporal.NewApplicationError(fmt.Sprintf("cluster %q unreachable: %v", t.Cluster, err), ErrTypeUnreachable)
+	if ping {
+		if err := cl.Ping(ctx); err != nil {
+			return nil, temporal.NewApplicationError(fmt.Sprintf("cluster %q unreachable: %v", t.Cluster, err), ErrTypeUnreachable)
+		}
 	}
 	dir, err := a.Git.Checkout(ctx, t.Repo, t.Commit, t.ClientSecretName)
 	if err != nil {
@@ -133,7 +139,7 @@ func (a *Activities) handle(ctx context.Context, t ClusterTarget) (*clusterHandl
 // Observe renders each bundle for the cluster and reads its release and, if asked, the objects it owns.
 // Render errors are per bundle: one broken bundle never hides the others.
 func (a *Activities) Observe(ctx context.Context, in ObserveInput) (Observation, error) {
-	h, err := a.handle(ctx, in.Target)
+	h, err := a.handle(ctx, in.Target, false)
 	if err != nil {
 		return Observation{}, err
 	}
@@ -160,16 +166,18 @@ func (a *Activities) observeBundle(ctx context.Context, h *clusterHandle, t Clus
 		return o, nil
 	}
 	o.ReleaseName, o.Namespace, o.Deploy, o.DesiredID = rel.Name, rel.Namespace, rel.Deploy, rel.DeploymentID
-	st, err := h.client.Observe(ctx, rel.Namespace, rel.Name)
+	var st agentclient.ReleaseState
+	var objs []agentclient.ObjectStatus
+	if resources {
+		st, objs, err = h.client.Inspect(ctx, rel.Namespace, rel.Name, checkOptions(rel.Options))
+	} else {
+		st, err = h.client.Observe(ctx, rel.Namespace, rel.Name)
+	}
 	if err != nil {
 		return o, err
 	}
 	o.Release = ReleaseInfo{Exists: st.Exists, Status: st.Status, Revision: st.Revision, DeploymentID: st.DeploymentID, Description: st.Description}
 	if resources && st.Exists && st.Status == "deployed" {
-		objs, err := h.client.CheckRelease(ctx, rel.Namespace, rel.Name)
-		if err != nil {
-			return o, err
-		}
 		o.Resources = summarizeObjects(objs)
 	}
 	return o, nil
@@ -179,7 +187,7 @@ func (a *Activities) observeBundle(ctx context.Context, h *clusterHandle, t Clus
 // to the expected deployment ID and that the release does not already hold it, so a retry after a crash
 // never adds a Helm revision.
 func (a *Activities) Apply(ctx context.Context, in ApplyInput) (ApplyResult, error) {
-	h, err := a.handle(ctx, in.Target)
+	h, err := a.handle(ctx, in.Target, true)
 	if err != nil {
 		return ApplyResult{}, err
 	}
@@ -232,7 +240,10 @@ func (a *Activities) applyBundle(ctx context.Context, h *clusterHandle, t Cluste
 		return out, nil
 	}
 	if action == ActionRollback {
-		rev, err := h.client.Rollback(ctx, rel.Namespace, rel.Name, 0, act.Force, maxHistory(rel.Options))
+		rev, err := h.client.Rollback(ctx, agentclient.RollbackRequest{
+			Namespace: rel.Namespace, Name: rel.Name, Force: act.Force, MaxHistory: maxHistory(rel.Options),
+			KeepFailHistory: rel.Options.CorrectDrift != nil && rel.Options.CorrectDrift.KeepFailHistory,
+		})
 		if err != nil {
 			return a.applyFailure(out, err)
 		}
@@ -271,6 +282,14 @@ func (a *Activities) applyBundle(ctx context.Context, h *clusterHandle, t Cluste
 	log.Info("release applied", zap.String("release", rel.Name), zap.Int("revision", r.Revision))
 	out.Revision = r.Revision
 	return out, nil
+}
+
+func checkOptions(o fleet.BundleDeploymentOptions) agentclient.CheckOptions {
+	co := agentclient.CheckOptions{IgnoreConditions: o.Ignore.Conditions}
+	if o.Diff != nil {
+		co.ComparePatches = o.Diff.ComparePatches
+	}
+	return co
 }
 
 // applyFailure keeps a failed action on its bundle, except a lost cluster, which fails the activity so

@@ -51,6 +51,40 @@ func (t TemporalInventory) Read(ctx context.Context) (inventory.Inventory, error
 	return inv, nil
 }
 
+// inventoryCache spares the inventory workflow a query per check: a cluster workflow's target carries the
+// digest of the cluster entry it was planned with, and while the cached inventory holds an entry with that
+// digest it is exactly what a fresh query would answer for that cluster. A miss, or an entry older than
+// inventoryCacheTTL, queries again.
+type inventoryCache struct {
+	mu   sync.Mutex
+	inv  inventory.Inventory
+	read time.Time
+}
+
+const inventoryCacheTTL = time.Minute
+
+func (a *Activities) inventoryFor(ctx context.Context, t ClusterTarget) (inventory.Inventory, error) {
+	c := &a.inventory
+	c.mu.Lock()
+	inv, fresh := c.inv, time.Since(c.read) < inventoryCacheTTL
+	c.mu.Unlock()
+	if fresh && t.ClusterDigest != "" {
+		if cl, ok := inv.Cluster(t.Cluster); ok && inventory.Digest(cl, inv.Info(cl).Groups) == t.ClusterDigest {
+			return inv, nil
+		}
+	}
+	inv, err := a.Inventory.Read(ctx)
+	if err != nil {
+		return inventory.Inventory{}, err
+	}
+	c.mu.Lock()
+	if inv.Generation >= c.inv.Generation {
+		c.inv, c.read = inv, time.Now()
+	}
+	c.mu.Unlock()
+	return inv, nil
+}
+
 // renderCache keeps the last rendering of each (commit, bundle, cluster entry): idle checks and the
 // observe-then-apply pair render once, and a changed cluster entry or commit misses the cache.
 type renderCache struct {
@@ -130,9 +164,14 @@ func renderErrorType(err error) string {
 // summarizeObjects counts a release's objects by state, with at most ten short non-ready entries, worst first.
 func summarizeObjects(objs []agentclient.ObjectStatus) ResourceSummary {
 	s := ResourceSummary{Checked: true}
-	rank := map[string]int{"missing": 0, "modified": 1, "notReady": 2, "unknown": 3}
+	rank := map[string]int{"missing": 0, "modified": 1, "orphaned": 2, "notReady": 3, "unknown": 4}
 	var bad []agentclient.ObjectStatus
 	for _, o := range objs {
+		if o.State == agentclient.StateOrphaned {
+			s.Counts.Orphaned++ // not desired, so not part of desiredReady
+			bad = append(bad, o)
+			continue
+		}
 		s.Counts.DesiredReady++
 		switch o.State {
 		case "ready":
@@ -149,19 +188,39 @@ func summarizeObjects(objs []agentclient.ObjectStatus) ResourceSummary {
 		}
 		bad = append(bad, o)
 	}
+	// Worst first; one example of every state before a second of any, so ten missing objects never hide
+	// the one that is not ready; at most maxNonReady entries, then a count of the rest.
 	sort.SliceStable(bad, func(i, j int) bool { return rank[bad[i].State] < rank[bad[j].State] })
-	for _, o := range bad {
-		if len(s.NonReady) == 10 {
-			break
+	picked := make([]bool, len(bad))
+	n := 0
+	for i, o := range bad {
+		if n < maxNonReady && (i == 0 || bad[i-1].State != o.State) {
+			picked[i], n = true, n+1
+		}
+	}
+	for i := range bad {
+		if n < maxNonReady && !picked[i] {
+			picked[i], n = true, n+1
+		}
+	}
+	for i, o := range bad {
+		if !picked[i] {
+			continue
 		}
 		entry := fmt.Sprintf("%s %s %s", strings.ToLower(o.Ref.Kind), objectName(o.Ref), o.State)
-		if o.Message != "" && o.State != "missing" {
+		if o.Message != "" && o.State != "missing" && o.State != "orphaned" {
 			entry += ": " + o.Message
 		}
 		s.NonReady = append(s.NonReady, entry)
 	}
+	if rest := len(bad) - n; rest > 0 {
+		s.NonReady = append(s.NonReady, fmt.Sprintf("and %d more", rest))
+	}
 	return s
 }
+
+// maxNonReady bounds the objects named in a bundle's message.
+const maxNonReady = 10
 
 func objectName(r agentclient.ObjectRef) string {
 	if r.Namespace == "" {
