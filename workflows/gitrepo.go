@@ -89,6 +89,9 @@ type gitRepoRun struct {
 	carry         GitRepoCarry
 	paused        bool
 	events        workflow.Channel
+	wake          workflow.Channel // an update changed when to poll next
+	nextPoll      time.Time
+	polls         int64
 	pending       int
 	startsThisRun int
 }
@@ -136,8 +139,62 @@ func GitRepoWorkflow(ctx workflow.Context, in GitRepoInput) error {
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (GitRepoStatus, error) { return g.view(), nil }); err != nil {
 		return err
 	}
+	if err := workflow.SetQueryHandler(ctx, QuerySpec, func() (fleet.GitRepo, error) { return g.specView(), nil }); err != nil {
+		return err
+	}
+	g.wake = workflow.NewBufferedChannel(ctx, 1)
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateSetPollingInterval, g.setPollingInterval,
+		workflow.UpdateHandlerOptions{Validator: validatePollingInterval}); err != nil {
+		return err
+	}
 	_ = workflow.UpsertTypedSearchAttributes(ctx, SearchGitRepo.ValueSet(g.spec.Metadata.Name), SearchRepo.ValueSet(g.spec.Spec.Repo))
 	return g.loop(ctx)
+}
+
+// QuerySpec answers the GitRepo document the workflow currently runs with (`flotilla render --gitrepo` reads
+// it). It holds no credentials: spec.repo may not carry a password and clientSecretName only names
+// credentials that stay on the worker.
+const QuerySpec = "spec"
+
+func (g *gitRepoRun) specView() fleet.GitRepo {
+	s := g.spec
+	s.Spec.Paused = g.paused
+	return s
+}
+
+// SetPollingIntervalInput is the input of the setPollingInterval update.
+type SetPollingIntervalInput struct {
+	PollingInterval string `json:"pollingInterval"`
+}
+
+// SetPollingIntervalResult says when the repository is polled next.
+type SetPollingIntervalResult struct {
+	PollingInterval string    `json:"pollingInterval"`
+	NextPoll        time.Time `json:"nextPoll"`
+}
+
+// MinPollingInterval keeps a typo from turning polling into a busy loop.
+const MinPollingInterval = time.Second
+
+func validatePollingInterval(_ workflow.Context, in SetPollingIntervalInput) error {
+	d, err := time.ParseDuration(in.PollingInterval)
+	if err != nil {
+		return fmt.Errorf("pollingInterval %q: not a duration (e.g. \"30s\", \"5m\")", in.PollingInterval)
+	}
+	if d < MinPollingInterval {
+		return fmt.Errorf("pollingInterval %q: must be at least %s", in.PollingInterval, MinPollingInterval)
+	}
+	return nil
+}
+
+// setPollingInterval reschedules the next poll from the last one, so a shorter interval takes effect at once.
+func (g *gitRepoRun) setPollingInterval(ctx workflow.Context, in SetPollingIntervalInput) (SetPollingIntervalResult, error) {
+	g.spec.Spec.PollingInterval = in.PollingInterval
+	if !g.carry.LastPolled.IsZero() {
+		g.nextPoll = g.carry.LastPolled.Add(g.pollingInterval() + g.jitter(g.pollingInterval(), g.polls))
+	}
+	g.wake.SendAsync(true)
+	return SetPollingIntervalResult{PollingInterval: in.PollingInterval, NextPoll: g.nextPoll}, nil
 }
 
 func (g *gitRepoRun) initMaps() {
@@ -198,16 +255,14 @@ func (g *gitRepoRun) loop(ctx workflow.Context) error {
 	resumeCh := workflow.GetSignalChannel(ctx, SignalResume)
 	deleteCh := workflow.GetSignalChannel(ctx, SignalDelete)
 	reportCh := workflow.GetSignalChannel(ctx, SignalClusterReport)
-	var nextPoll time.Time
-	polls := int64(0)
 	for {
 		now := workflow.Now(ctx)
 		resyncDue := !now.Before(g.carry.LastResync.Add(g.resyncInterval()))
-		pollDue := !now.Before(nextPoll) && !g.spec.Spec.DisablePolling
+		pollDue := !now.Before(g.nextPoll) && !g.spec.Spec.DisablePolling
 		if g.carry.Plan == nil || g.carry.ForceSync || pollDue || resyncDue {
 			g.poll(ctx, resyncDue)
-			polls++
-			nextPoll = workflow.Now(ctx).Add(g.pollingInterval() + g.jitter(g.pollingInterval(), polls))
+			g.polls++
+			g.nextPoll = workflow.Now(ctx).Add(g.pollingInterval() + g.jitter(g.pollingInterval(), g.polls))
 		}
 		if resyncDue {
 			g.resync(ctx)
@@ -218,7 +273,7 @@ func (g *gitRepoRun) loop(ctx workflow.Context) error {
 		g.deliver(ctx)
 		g.publish(ctx)
 
-		wake := nextPoll
+		wake := g.nextPoll
 		if g.spec.Spec.DisablePolling || wake.IsZero() {
 			wake = workflow.Now(ctx).Add(g.resyncInterval())
 		}
@@ -235,6 +290,7 @@ func (g *gitRepoRun) loop(ctx workflow.Context) error {
 		sel := workflow.NewSelector(ctx)
 		sel.AddFuture(timer, func(workflow.Future) {})
 		g.addSignalHandlers(ctx, sel, syncCh, specCh, pauseCh, resumeCh, deleteCh, reportCh)
+		sel.AddReceive(g.wake, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
 		sel.AddReceive(g.events, func(c workflow.ReceiveChannel, _ bool) {
 			var ev deliveryEvent
 			c.Receive(ctx, &ev)
@@ -580,6 +636,7 @@ func (g *gitRepoRun) deleteEverywhere(ctx workflow.Context, reportCh workflow.Re
 				g.handleReport(rep)
 			}
 		})
+		sel.AddReceive(g.wake, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
 		sel.AddReceive(g.events, func(c workflow.ReceiveChannel, _ bool) {
 			var ev deliveryEvent
 			c.Receive(ctx, &ev)
@@ -615,6 +672,10 @@ func (g *gitRepoRun) view() GitRepoStatus {
 	st := GitRepoStatus{
 		Name: g.name(), Repo: s.Repo, Branch: s.Branch, Commit: g.carry.Commit, Paused: g.paused,
 		Error: g.carry.Error, LastPolled: g.carry.LastPolled, Clusters: []ClusterStatus{}, Bundles: []string{},
+		PollingInterval: g.pollingInterval().String(), NextPoll: g.nextPoll,
+	}
+	if s.DisablePolling {
+		st.PollingInterval, st.NextPoll = "disabled", time.Time{}
 	}
 	if g.carry.Plan != nil {
 		for _, b := range g.carry.Plan.Bundles {
@@ -679,6 +740,10 @@ func gitRepoDetails(st GitRepoStatus) string {
 	b.WriteString(fmt.Sprintf("**%s**: %d/%d clusters ready at commit `%s`\n\n", st.State, st.ReadyClusters, st.DesiredReadyClusters, short(st.Commit)))
 	if st.Error != "" {
 		b.WriteString(fmt.Sprintf("Error: %s\n\n", st.Error))
+	}
+	if !st.NextPoll.IsZero() {
+		b.WriteString(fmt.Sprintf("Polls every %s (next %s UTC; change it with the `%s` update)\n\n",
+			st.PollingInterval, st.NextPoll.UTC().Format("15:04:05"), UpdateSetPollingInterval))
 	}
 	b.WriteString("| cluster | state | ready | message |\n|---|---|---|---|\n")
 	for i, c := range st.Clusters {

@@ -27,6 +27,10 @@ const (
 	SignalDelete        = "delete"        // uninstall everywhere, then end
 	SignalClusterReport = "clusterReport" // child → parent status report
 
+	// UpdateSetPollingInterval changes how often the repository is polled, validated, from the Web UI's
+	// "Send Update" or `temporal workflow update execute` (input: SetPollingIntervalInput).
+	UpdateSetPollingInterval = "setPollingInterval"
+
 	SignalDesired = "desired" // parent → child: new desired state
 	SignalRemove  = "remove"  // parent → child: uninstall and end
 	SignalCheck   = "check"   // check now

@@ -110,6 +110,8 @@ type GitRepoStatus struct {
 	Bundles              []string                  `json:"bundles"`
 	Clusters             []ClusterStatus           `json:"clusters"`
 	LastPolled           time.Time                 `json:"lastPolled,omitempty"`
+	PollingInterval      string                    `json:"pollingInterval,omitempty"`
+	NextPoll             time.Time                 `json:"nextPoll,omitempty"`
 }
 
 // bundleStatus judges one observed bundle. failure is the last apply error for this desired state, if any.
