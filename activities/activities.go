@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
@@ -368,6 +369,31 @@ func (a *Activities) ListClusterWorkflows(ctx context.Context, in ListClusterWor
 	}
 	sort.Strings(res.Clusters)
 	return res, nil
+}
+
+// NotifyGitRepos signals `sync` to every running GitRepo workflow, so a cluster added, changed or removed
+// is planned at once rather than at the next poll. A GitRepo that ends meanwhile is skipped.
+func (a *Activities) NotifyGitRepos(ctx context.Context, in NotifyGitReposInput) (NotifyGitReposResult, error) {
+	const query = "WorkflowType = 'GitRepoWorkflow' AND ExecutionStatus = 'Running'"
+	res := NotifyGitReposResult{}
+	var token []byte
+	for {
+		page, err := a.Temporal.ListWorkflow(ctx, listRequest(query, token))
+		if err != nil {
+			return res, err
+		}
+		for _, e := range page.Executions {
+			err := a.Temporal.SignalWorkflow(ctx, e.GetExecution().GetWorkflowId(), "", "sync", nil)
+			var nf *serviceerror.NotFound
+			if err != nil && !errors.As(err, &nf) {
+				return res, err
+			}
+			res.Notified++
+		}
+		if token = page.NextPageToken; len(token) == 0 {
+			return res, nil
+		}
+	}
 }
 
 // clusterError turns a cluster-level failure into a retryable, typed error that names the cluster.

@@ -217,3 +217,13 @@ type ListClusterWorkflowsInput struct {
 type ListClusterWorkflowsResult struct {
 	Clusters []string `json:"clusters"`
 }
+
+// NotifyGitReposInput tells every running GitRepo that the inventory changed.
+type NotifyGitReposInput struct {
+	Generation int64 `json:"generation"`
+}
+
+// NotifyGitReposResult counts the GitRepos told.
+type NotifyGitReposResult struct {
+	Notified int `json:"notified"`
+}

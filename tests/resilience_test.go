@@ -167,3 +167,27 @@ func TestUnreachableClusterRetriesAlone(t *testing.T) {
 	s.WaitStatus("reach", 3*time.Minute, "both Ready once the cluster is back", harness.AllReady)
 	require.Equal(t, "1", s.ConfigMapData("down", "default", "app")["v"])
 }
+
+// A repository that vanishes is an error on the GitRepo, never "no bundles": nothing deployed is removed,
+// and the GitRepo recovers when the repository is back.
+func TestVanishedRepositoryDeletesNothing(t *testing.T) {
+	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a"}}})
+	repo := s.NewRepo(map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  v: \"1\"\n"})
+	s.AddCluster("a", "a", nil, nil)
+	s.Apply(harness.GitRepoYAML("vanish", repo.URL(), "  paths: [app]\n  targets: [{clusterName: a}]\n"))
+	s.WaitStatus("vanish", 2*time.Minute, "Ready", harness.AllReady)
+
+	moved := repo.Dir + "-away"
+	require.NoError(t, os.Rename(repo.Dir, moved))
+	st := s.WaitStatus("vanish", time.Minute, "a repository error", func(st workflows.GitRepoStatus) bool { return st.Error != "" })
+	require.Contains(t, st.Error, "repository")
+	require.Equal(t, workflows.StateErrApplied, st.State)
+	for i, polled := 0, st.LastPolled; i < 3; i++ { // several failing polls
+		polled = s.WaitStatus("vanish", 30*time.Second, "another poll", func(st workflows.GitRepoStatus) bool { return st.LastPolled.After(polled) }).LastPolled
+	}
+	require.Len(t, s.Releases("a", "vanish"), 1, "a failed listing never uninstalls")
+	require.Equal(t, "1", s.ConfigMapData("a", "default", "app")["v"])
+
+	require.NoError(t, os.Rename(moved, repo.Dir))
+	s.WaitStatus("vanish", time.Minute, "Ready again", func(st workflows.GitRepoStatus) bool { return st.Error == "" && harness.AllReady(st) })
+}

@@ -712,6 +712,10 @@ func (g *gitRepoRun) clusterView(pc activities.PlannedCluster) ClusterStatus {
 	case delivered && d.Generation > cs.Generation && cs.Reachable:
 		cs.State = StateWaitApplied
 		cs.Message = fmt.Sprintf("applying commit %s", short(g.carry.Commit))
+	case cs.Commit != g.carry.Commit && cs.Reachable && !Worse(cs.State, StateOutOfSync):
+		// Not delivered yet (the rollout window is full): what it runs is not what the GitRepo wants.
+		cs.State = StateOutOfSync
+		cs.Message = fmt.Sprintf("at commit %s; %s waits for the rollout window", short(cs.Commit), short(g.carry.Commit))
 	}
 	return cs
 }

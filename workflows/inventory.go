@@ -3,9 +3,12 @@ package workflows
 import (
 	"fmt"
 	"strings"
+	"time"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/flotilla-gitops/flotilla/activities"
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/inventory"
 )
@@ -64,8 +67,12 @@ func InventoryWorkflow(ctx workflow.Context, in InventoryInput) error {
 	published := int64(-1)
 	for {
 		if published != inv.Generation {
+			first := published < 0
 			published = inv.Generation
 			publishInventory(ctx, inv)
+			if !first && workflow.GetVersion(ctx, "notify-gitrepos", workflow.DefaultVersion, 1) == 1 {
+				notifyGitRepos(ctx, inv.Generation)
+			}
 		}
 		gen := inv.Generation
 		if err := workflow.Await(ctx, func() bool {
@@ -103,4 +110,20 @@ func labelString(l map[string]string) string {
 		parts = append(parts, k+"="+l[k])
 	}
 	return strings.Join(parts, ",")
+}
+
+// notifyGitRepos lets running GitRepos plan against a changed inventory at once instead of at their next
+// poll. Changes arriving within a second are told together; a failure only delays planning until the
+// GitRepo's next poll or resync, so it is logged, not retried for long.
+func notifyGitRepos(ctx workflow.Context, generation int64) {
+	_ = workflow.Sleep(ctx, time.Second)
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3},
+		Summary:             "tell GitRepos the inventory changed",
+	})
+	var res activities.NotifyGitReposResult
+	if err := workflow.ExecuteActivity(actx, (*activities.Activities).NotifyGitRepos, activities.NotifyGitReposInput{Generation: generation}).Get(ctx, &res); err != nil {
+		workflow.GetLogger(ctx).Warn("could not notify GitRepos of an inventory change", "generation", generation, "error", err)
+	}
 }

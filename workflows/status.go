@@ -39,7 +39,7 @@ func Worse(a, b string) bool { return stateRank[a] > stateRank[b] }
 type BundleStatus struct {
 	Name           string                    `json:"name"`
 	State          string                    `json:"state"`
-	Message        string                    `json:"message,omitempty"`
+	Message        string                    `json:"message"` // always present: scripts read it
 	ResourceCounts activities.ResourceCounts `json:"resourceCounts"`
 	Release        string                    `json:"release,omitempty"`
 	Revision       int                       `json:"revision,omitempty"`
@@ -49,7 +49,7 @@ type BundleStatus struct {
 type ClusterStatus struct {
 	Name           string                    `json:"name"`
 	State          string                    `json:"state"`
-	Message        string                    `json:"message,omitempty"`
+	Message        string                    `json:"message"` // always present: scripts read it
 	Commit         string                    `json:"commit,omitempty"`
 	ResourceCounts activities.ResourceCounts `json:"resourceCounts"`
 	Bundles        []BundleStatus            `json:"bundles"`
@@ -101,7 +101,7 @@ type GitRepoStatus struct {
 	Commit               string                    `json:"commit,omitempty"`
 	Paused               bool                      `json:"paused,omitempty"`
 	State                string                    `json:"state"`
-	Message              string                    `json:"message,omitempty"`
+	Message              string                    `json:"message"` // always present: scripts read it
 	Error                string                    `json:"error,omitempty"`
 	Summary              Summary                   `json:"summary"`
 	ReadyClusters        int                       `json:"readyClusters"`
