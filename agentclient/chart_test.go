@@ -17,6 +17,7 @@ metadata:
   name: {{ .Release.Name }}-config
 data:
   greeting: {{ .Values.greeting | quote }}
+{{- if ne (toString .Values.extra) "false" }}
 ---
 apiVersion: v1
 kind: ConfigMap
@@ -25,6 +26,7 @@ metadata:
   labels: {tier: extra}
 data:
   version: {{ .Chart.AppVersion | quote }}
+{{- end }}
 `)},
 			{Name: "templates/service.yaml", Data: []byte(`apiVersion: v1
 kind: Service

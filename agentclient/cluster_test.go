@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/internal/localk8s"
 )
 
@@ -58,6 +59,7 @@ func TestAgainstARealCluster(t *testing.T) {
 	t.Run("a discarded pending revision is reused", func(t *testing.T) { pendingRevisionIsDiscarded(ctx, t, c) })
 	t.Run("check release sees readiness, deletion and drift; rollback repairs", func(t *testing.T) { checkAndRollback(ctx, t, c) })
 	t.Run("a failed drift correction leaves history alone unless keepFailHistory", func(t *testing.T) { failedRollbackHistory(ctx, t, c) })
+	t.Run("compare patches hide known drift; a dropped object is orphaned", func(t *testing.T) { comparePatchesAndOrphans(ctx, t, c) })
 	t.Run("uninstall can keep the objects", func(t *testing.T) { uninstallKeepingResources(ctx, t, c) })
 	t.Run("list releases by label", func(t *testing.T) { listByLabel(ctx, t, c) })
 	t.Run("objects the apiserver rejects are invalid", func(t *testing.T) { rejectedObjectsAreInvalid(ctx, t, c) })
@@ -259,6 +261,36 @@ func failedRollbackHistory(ctx context.Context, t *testing.T, c *Client) {
 	require.NoError(t, err)
 	require.Len(t, hist, 2, "keepFailHistory records the failed attempt")
 	require.Equal(t, "failed", hist[1].Status)
+}
+
+func comparePatchesAndOrphans(ctx context.Context, t *testing.T, c *Client) {
+	ns := "compare"
+	_, err := c.Install(ctx, apply(ns, "app", nil))
+	require.NoError(t, err)
+	requireStates(ctx, t, c, ns, "app", map[string]string{
+		"ConfigMap app-config": StateReady, "ConfigMap app-extra": StateReady, "Service app": StateReady, "Deployment app": StateReady,
+	})
+	patch(ctx, t, c, "deployments", ns, "app", `{"spec":{"replicas":3}}`) // as an autoscaler would
+	objs, err := c.CheckRelease(ctx, ns, "app", CheckOptions{})
+	require.NoError(t, err)
+	require.Equal(t, StateModified, find(objs, "app").State)
+
+	hpa := CheckOptions{ComparePatches: []fleet.ComparePatch{{APIVersion: "apps/v1", Kind: "Deployment", Name: "app",
+		Operations: []fleet.Operation{{Op: "remove", Path: "/spec/replicas"}}}}}
+	objs, err = c.CheckRelease(ctx, ns, "app", hpa)
+	require.NoError(t, err)
+	require.NotEqual(t, StateModified, find(objs, "app").State, "the replicas difference is known")
+
+	// The next revision drops app-extra but Helm is told to keep it: it is left over, not desired.
+	patch(ctx, t, c, "configmaps", ns, "app-extra", `{"metadata":{"annotations":{"helm.sh/resource-policy":"keep"}}}`)
+	slim := apply(ns, "app", nil)
+	slim.Values = map[string]any{"extra": false}
+	_, err = c.Upgrade(ctx, slim)
+	require.NoError(t, err)
+	objs, err = c.CheckRelease(ctx, ns, "app", hpa)
+	require.NoError(t, err)
+	require.Equal(t, StateOrphaned, find(objs, "app-extra").State)
+	require.Equal(t, "ConfigMap app-extra: left over from revision 1", find(objs, "app-extra").Message)
 }
 
 func uninstallKeepingResources(ctx context.Context, t *testing.T, c *Client) {
