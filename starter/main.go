@@ -64,6 +64,7 @@ func newRoot() *cobra.Command {
 		newSignalCmd(g, "resume", "Let changes reach clusters again", signalResume),
 		newSignalCmd(g, "delete", "Uninstall the GitRepo from every cluster and end its workflow", signalDelete),
 	)
+	root.AddCommand(newRenderCmd(g))
 	return root
 }
 

@@ -59,14 +59,16 @@ func (p *postRenderer) Run(rendered *bytes.Buffer) (*bytes.Buffer, error) {
 			}
 			meta["namespace"] = p.forceNamespace
 		}
-		labels, _ := meta["labels"].(map[string]any)
-		if labels == nil {
-			labels = map[string]any{}
+		if len(p.labels) > 0 {
+			labels, _ := meta["labels"].(map[string]any)
+			if labels == nil {
+				labels = map[string]any{}
+			}
+			for k, v := range p.labels {
+				labels[k] = v
+			}
+			meta["labels"] = labels
 		}
-		for k, v := range p.labels {
-			labels[k] = v
-		}
-		meta["labels"] = labels
 		b, err := yaml.Marshal(obj)
 		if err != nil {
 			return nil, err

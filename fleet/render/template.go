@@ -11,6 +11,9 @@ import (
 type TemplateOptions struct {
 	KubeVersion string
 	APIVersions []string
+	// WithoutOwnershipLabels leaves out the flotilla.dev/* labels Flotilla stamps on what it deploys to find
+	// and own it, as `fleet test` leaves out Fleet's: a preview shows the objects as the repository describes them.
+	WithoutOwnershipLabels bool
 }
 
 // Template renders the release as `helm template` would, then post-renders it: the objects that would be
@@ -24,6 +27,11 @@ func Template(rel *Release, o TemplateOptions) ([]byte, error) {
 	install.ReleaseName, install.Namespace = rel.Name, rel.Namespace
 	install.DisableHooks = false
 	install.PostRenderer = rel.PostRenderer
+	if p, ok := rel.PostRenderer.(*postRenderer); ok && o.WithoutOwnershipLabels {
+		bare := *p
+		bare.labels = nil
+		install.PostRenderer = &bare
+	}
 	if rel.Options.Helm != nil {
 		install.SkipSchemaValidation = rel.Options.Helm.SkipSchemaValidation
 	}

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-gitops/flotilla/fleet"
+	"github.com/flotilla-gitops/flotilla/fleet/bundle"
+	"github.com/flotilla-gitops/flotilla/fleet/render"
+	"github.com/flotilla-gitops/flotilla/fleet/target"
+	"github.com/flotilla-gitops/flotilla/internal/gitcache"
+	"github.com/flotilla-gitops/flotilla/inventory"
+	"github.com/flotilla-gitops/flotilla/workflows"
+)
+
+// renderGitRepo previews a running GitRepo at its current commit for every cluster of the inventory it
+// targets: the same discovery, targeting and rendering as the worker's Plan and Observe, with no cluster
+// contacted.
+func renderGitRepo(cmd *cobra.Command, g *globals, f *renderFlags) error {
+	c, err := g.dial()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	gr, commit, inv, err := readGitRepo(g, c, f.gitRepo)
+	if err != nil {
+		return err
+	}
+	clusters := inv.Clusters
+	if f.cluster != "" {
+		cl, ok := inv.Cluster(f.cluster)
+		if !ok {
+			return fmt.Errorf("cluster %q is not registered", f.cluster)
+		}
+		clusters = []fleet.Cluster{cl}
+	}
+
+	dir, cleanup, err := checkout(cmd.Context(), f, gr.Spec, commit)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	refs, err := bundle.Discover(dir, gr.Metadata.Name, gr.Spec.Paths)
+	if err != nil {
+		return fmt.Errorf("gitrepo %q at commit %s: %w", gr.Metadata.Name, shortCommit(commit), err)
+	}
+	// As the worker's Plan: a bundle's overrideTargets replace the GitRepo's targets, and a bundle whose
+	// fleet.yaml does not load goes to every cluster the GitRepo targets, so its error shows on each.
+	bundles := make([]*bundle.Bundle, len(refs))
+	loadErrs := make([]error, len(refs))
+	targets := make([][]fleet.GitTarget, len(refs))
+	for i, ref := range refs {
+		targets[i] = gr.Spec.Targets
+		bundles[i], loadErrs[i] = bundle.Load(dir, ref)
+		if loadErrs[i] == nil && len(bundles[i].FleetYAML.OverrideTargets) > 0 {
+			targets[i] = bundles[i].FleetYAML.OverrideTargets
+		}
+	}
+
+	var results []clusterResult
+	for _, cl := range clusters {
+		info := inv.Info(cl)
+		res := clusterResult{Cluster: cl.Metadata.Name, Bundles: []bundleResult{}}
+		for i, ref := range refs {
+			if !target.Matches(targets[i], info) {
+				continue
+			}
+			if loadErrs[i] != nil {
+				res.Bundles = append(res.Bundles, bundleResult{Bundle: ref.Name, Path: ref.Path, Error: fmt.Sprintf("bundle %q: %v", ref.Name, loadErrs[i])})
+				continue
+			}
+			res.Bundles = append(res.Bundles, renderBundle(render.Input{
+				RepoRoot: dir, Bundle: bundles[i], Cluster: info, GitRepo: gr.Metadata.Name, Commit: commit,
+				TargetNamespace: gr.Spec.TargetNamespace, KeepResources: gr.Spec.KeepResources, CorrectDrift: gr.Spec.CorrectDrift,
+			}))
+		}
+		if len(res.Bundles) > 0 {
+			results = append(results, res)
+		} else if f.cluster != "" {
+			return fmt.Errorf("gitrepo %q does not target cluster %q", gr.Metadata.Name, f.cluster)
+		}
+	}
+	if results == nil {
+		results = []clusterResult{}
+	}
+	if err := writeResults(cmd.OutOrStdout(), f.output, results, true); err != nil {
+		return err
+	}
+
+	stderr := cmd.ErrOrStderr()
+	var failed []string
+	for _, r := range results {
+		if errs := r.errors(); len(errs) > 0 {
+			failed = append(failed, r.Cluster)
+			fmt.Fprintf(stderr, "FAIL cluster %q: %s\n", r.Cluster, oneLine(strings.Join(errs, "; ")))
+			continue
+		}
+		fmt.Fprintf(stderr, "PASS cluster %q: %s, %s\n", r.Cluster, plural(len(r.Bundles), "bundle"), plural(r.objectCount(), "object"))
+	}
+	if len(results) == 0 {
+		fmt.Fprintf(stderr, "gitrepo %q targets no registered cluster\n", gr.Metadata.Name)
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("gitrepo %q at commit %s: %d of %d clusters fail to render: %s",
+			gr.Metadata.Name, shortCommit(commit), len(failed), len(results), strings.Join(failed, ", "))
+	}
+	return nil
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return fmt.Sprintf("1 %s", what)
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// readGitRepo reads the GitRepo's spec and current commit from its workflow, and the cluster inventory.
+func readGitRepo(g *globals, c client.Client, name string) (fleet.GitRepo, string, inventory.Inventory, error) {
+	var gr fleet.GitRepo
+	var inv inventory.Inventory
+	ctx, cancel := g.ctx()
+	defer cancel()
+	v, err := c.QueryWorkflow(ctx, workflows.GitRepoWorkflowID(name), "", workflows.QuerySpec)
+	if err != nil {
+		return gr, "", inv, fmt.Errorf("gitrepo %q: reading its spec: %w", name, err)
+	}
+	if err := v.Get(&gr); err != nil {
+		return gr, "", inv, fmt.Errorf("gitrepo %q: reading its spec: %w", name, err)
+	}
+	st, err := queryStatus(ctx, c, name)
+	if err != nil {
+		return gr, "", inv, err
+	}
+	if st.Commit == "" {
+		msg := "it has no commit yet"
+		if st.Error != "" {
+			msg += ": " + st.Error
+		}
+		return gr, "", inv, fmt.Errorf("gitrepo %q: %s", name, msg)
+	}
+	v, err = c.QueryWorkflow(ctx, inventory.WorkflowID, "", inventory.QueryInventory)
+	if err != nil {
+		return gr, "", inv, fmt.Errorf("reading the inventory: %w", err)
+	}
+	if err := v.Get(&inv); err != nil {
+		return gr, "", inv, fmt.Errorf("reading the inventory: %w", err)
+	}
+	return gr, st.Commit, inv, nil
+}
+
+// checkout clones the repository at commit with the worker's git cache, into --cache-dir or a temporary
+// folder that cleanup removes.
+func checkout(ctx context.Context, f *renderFlags, spec fleet.GitRepoSpec, commit string) (string, func(), error) {
+	cleanup := func() {}
+	cacheDir := f.cacheDir
+	if cacheDir == "" {
+		tmp, err := os.MkdirTemp("", "flotilla-render-")
+		if err != nil {
+			return "", nil, err
+		}
+		cacheDir = tmp
+		cleanup = func() { _ = os.RemoveAll(tmp) }
+	}
+	cache := &gitcache.Cache{Dir: cacheDir}
+	if f.gitCredentials != "" {
+		creds, err := loadGitCredentials(f.gitCredentials)
+		if err != nil {
+			cleanup()
+			return "", nil, err
+		}
+		cache.Creds = creds
+	}
+	dir, err := cache.Checkout(ctx, spec.Repo, commit, spec.ClientSecretName)
+	if err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	return dir, cleanup, nil
+}
+
+// loadGitCredentials reads the worker's --git-credentials format.
+func loadGitCredentials(path string) (gitcache.BasicAuth, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--git-credentials: %w", err)
+	}
+	var creds gitcache.BasicAuth
+	if err := yaml.Unmarshal(data, &creds); err != nil {
+		// The file's content is never echoed: it holds secrets.
+		return nil, errors.New("--git-credentials " + path + ": not a YAML map of name: {username, password}")
+	}
+	return creds, nil
+}
