@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
@@ -21,6 +22,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/internal/gitcache"
 	"github.com/flotilla-gitops/flotilla/internal/zaplog"
 	"github.com/flotilla-gitops/flotilla/inventory"
+	"github.com/flotilla-gitops/flotilla/webhook"
 	"github.com/flotilla-gitops/flotilla/workflows"
 )
 
@@ -51,6 +53,8 @@ func run() error {
 	logLevel := flag.String("log-level", "info", "debug, info, warn or error")
 	devLog := flag.Bool("dev-log", false, "human-readable logs instead of JSON")
 	maxActivities := flag.Int("max-concurrent-activities", 200, "activities run at once by this worker")
+	webhookListen := flag.String("webhook-listen", "", "serve git push webhooks on this host:port at "+webhook.Path+" (empty: off)")
+	webhookSecret := flag.String("webhook-secret-file", os.Getenv("FLOTILLA_WEBHOOK_SECRET_FILE"), "file holding the webhook secret (env FLOTILLA_WEBHOOK_SECRET_FILE); required with --webhook-listen")
 	flag.Parse()
 
 	log, err := zaplog.New(*logLevel, *devLog)
@@ -95,12 +99,24 @@ func run() error {
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
 	log.Info("worker starting", zap.String("address", *address), zap.String("namespace", *namespace), zap.String("taskQueue", *taskQueue))
+	// The webhook comes up first so that a missing secret or a busy address stops the worker before it runs anything.
+	if *webhookListen != "" {
+		hook, err := webhook.Listen(*webhookListen, *webhookSecret, webhook.Temporal{Client: c}, log.Named("webhook"))
+		if err != nil {
+			return err
+		}
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = hook.Shutdown(ctx)
+		}()
+	}
 	if err := w.Start(); err != nil {
 		return err
 	}
+	defer w.Stop()
 	<-stop
 	log.Info("worker stopping")
-	w.Stop()
 	return nil
 }
 

@@ -69,11 +69,15 @@ type Stack struct {
 	Client   client.Client
 	CLI      devenv.CLI
 	pool     *agentclient.Pool
+	// workerArgs are appended to every worker start (Options.WorkerArgs).
+	workerArgs []string
 }
 
 // Options choose the clusters of a stack.
 type Options struct {
 	Clusters []localk8s.ClusterOptions
+	// WorkerArgs are extra flags for flotilla-worker, e.g. --webhook-listen.
+	WorkerArgs []string
 }
 
 // Start brings a stack up and registers its teardown.
@@ -82,7 +86,7 @@ func Start(t *testing.T, o Options) *Stack {
 	RequireBinaries(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	s := &Stack{t: t, Dir: t.TempDir(), pool: agentclient.NewPool(nil)}
+	s := &Stack{t: t, Dir: t.TempDir(), pool: agentclient.NewPool(nil), workerArgs: o.WorkerArgs}
 	k8s, err := localk8s.Start(ctx, localk8s.Options{Dir: filepath.Join(s.Dir, "clusters"), BinDir: BinDir(), Clusters: o.Clusters,
 		Logger: func(f string, a ...any) { t.Logf("localk8s: "+f, a...) }})
 	require.NoError(t, err)
@@ -125,7 +129,7 @@ func dumpLog(t *testing.T, path string) {
 // StartWorker starts the flotilla-worker binary (again).
 func (s *Stack) StartWorker() {
 	w, err := devenv.StartWorker(devenv.WorkerOptions{Bin: BinDir(), Address: s.Temporal.Address(),
-		CacheDir: filepath.Join(s.Dir, "gitcache"), LogFile: filepath.Join(s.Dir, "worker.log")})
+		CacheDir: filepath.Join(s.Dir, "gitcache"), LogFile: filepath.Join(s.Dir, "worker.log"), ExtraArgs: s.workerArgs})
 	require.NoError(s.t, err)
 	s.Worker = w
 }

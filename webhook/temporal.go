@@ -1,0 +1,127 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/flotilla-gitops/flotilla/workflows"
+)
+
+// TemporalClient is the part of client.Client the webhook uses.
+type TemporalClient interface {
+	ListWorkflow(ctx context.Context, request *workflowservice.ListWorkflowExecutionsRequest) (*workflowservice.ListWorkflowExecutionsResponse, error)
+	QueryWorkflow(ctx context.Context, workflowID string, runID string, queryType string, args ...any) (converter.EncodedValue, error)
+	SignalWorkflow(ctx context.Context, workflowID string, runID string, signalName string, arg any) error
+}
+
+// Temporal finds GitRepos through Temporal visibility and syncs them with the `sync` signal.
+type Temporal struct {
+	Client TemporalClient
+}
+
+const (
+	runningGitRepos = "WorkflowType = '" + workflows.GitRepoWorkflowType + "' AND ExecutionStatus = 'Running'"
+	queryTimeout    = 5 * time.Second
+	queryParallel   = 8
+)
+
+// refs is the part of the `status` query answer that says which ref a GitRepo follows. `revision` is
+// read when the status carries it (it does not yet).
+type refs struct {
+	Repo     string `json:"repo"`
+	Branch   string `json:"branch"`
+	Revision string `json:"revision"`
+}
+
+// List filters on the FlotillaRepo search attribute (the spec's repo URL, set when the run starts), then
+// asks each candidate which ref it follows: the status query answers from the live spec, which a `spec`
+// signal may have changed since.
+func (t Temporal) List(ctx context.Context, matches func(repo string) bool) ([]GitRepo, error) {
+	dc := converter.GetDefaultDataConverter()
+	var found []GitRepo
+	var token []byte
+	for {
+		resp, err := t.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Query: runningGitRepos, NextPageToken: token, PageSize: 1000,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("listing running GitRepos: %w", err)
+		}
+		for _, e := range resp.GetExecutions() {
+			name, isGitRepo := strings.CutPrefix(e.GetExecution().GetWorkflowId(), workflows.GitRepoWorkflowID(""))
+			if !isGitRepo || name == "" || strings.Contains(name, "/") {
+				continue
+			}
+			var repo string
+			if p := e.GetSearchAttributes().GetIndexedFields()[workflows.SearchRepo.GetName()]; p != nil {
+				_ = dc.FromPayload(p, &repo)
+			}
+			if matches(repo) {
+				found = append(found, GitRepo{Name: name, Repo: repo})
+			}
+		}
+		token = resp.GetNextPageToken()
+		if len(token) == 0 {
+			break
+		}
+	}
+	t.readRefs(ctx, found)
+	return found, nil
+}
+
+func (t Temporal) readRefs(ctx context.Context, repos []GitRepo) {
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, queryParallel)
+	for i := range repos {
+		wg.Add(1)
+		slots <- struct{}{}
+		go func(g *GitRepo) {
+			defer func() { <-slots; wg.Done() }()
+			r, err := t.status(ctx, g.Name)
+			if err != nil {
+				g.RefUnknown = true
+				return
+			}
+			if r.Repo != "" {
+				g.Repo = r.Repo
+			}
+			g.Branch, g.Revision = r.Branch, r.Revision
+			// Without a branch the status cannot yet tell HEAD from a pinned revision: any push syncs it,
+			// as Fleet does for GitRepos without a branch.
+			g.RefUnknown = r.Branch == "" && r.Revision == ""
+		}(&repos[i])
+	}
+	wg.Wait()
+}
+
+func (t Temporal) status(ctx context.Context, name string) (refs, error) {
+	ctx, cancel := context.WithTimeout(ctx, queryTimeout)
+	defer cancel()
+	var r refs
+	v, err := t.Client.QueryWorkflow(ctx, workflows.GitRepoWorkflowID(name), "", workflows.QueryStatus)
+	if err != nil {
+		return r, err
+	}
+	return r, v.Get(&r)
+}
+
+// Sync sends the `sync` signal, which polls at once.
+func (t Temporal) Sync(ctx context.Context, name string) error {
+	err := t.Client.SignalWorkflow(ctx, workflows.GitRepoWorkflowID(name), "", workflows.SignalSync, nil)
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) {
+		return fmt.Errorf("gitrepo %q: %w", name, ErrNotRunning)
+	}
+	if err != nil {
+		return fmt.Errorf("gitrepo %q: signal %s: %w", name, workflows.SignalSync, err)
+	}
+	return nil
+}

@@ -1,0 +1,170 @@
+// Package webhook receives GitHub and GitLab push events and syncs, at once, every running GitRepo that
+// follows the pushed ref of the pushed repository. Polling stays the safety net: a lost delivery only
+// delays a commit until the next poll.
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Path is where the worker serves the webhook, for both providers.
+const Path = "/webhooks/git"
+
+// MaxBody is the largest payload accepted: GitHub caps its own at 25 MiB.
+const MaxBody = 25 << 20
+
+// syncBudget bounds the work done for one delivery; GitHub gives up on a delivery after 10 s.
+const syncBudget = 9 * time.Second
+
+// ErrNotRunning is returned by GitRepos.Sync for a GitRepo that ended since it was listed.
+var ErrNotRunning = errors.New("gitrepo is not running")
+
+// GitRepos is the webhook's view of the running GitRepos.
+type GitRepos interface {
+	// List returns the running GitRepos whose repo URL satisfies matches, with the branch and revision
+	// they follow.
+	List(ctx context.Context, matches func(repo string) bool) ([]GitRepo, error)
+	// Sync asks one GitRepo to poll now.
+	Sync(ctx context.Context, name string) error
+}
+
+// Handler verifies, parses and acts on push events. It never logs the secret or the payload.
+type Handler struct {
+	secret []byte
+	repos  GitRepos
+	log    *zap.Logger
+}
+
+// New returns a handler; the secret is required, since an unauthenticated hook lets anyone trigger polls.
+func New(secret []byte, repos GitRepos, log *zap.Logger) (*Handler, error) {
+	if len(secret) == 0 {
+		return nil, errors.New("webhook: the secret is empty")
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &Handler{secret: append([]byte(nil), secret...), repos: repos, log: log}, nil
+}
+
+// Response is the JSON body of every answer.
+type Response struct {
+	// Synced names the GitRepos asked to poll, sorted.
+	Synced []string `json:"synced"`
+	// Failed names the GitRepos that could not be signalled; the delivery can be redelivered.
+	Failed  []string `json:"failed,omitempty"`
+	Message string   `json:"message,omitempty"`
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		reply(w, http.StatusMethodNotAllowed, Response{Message: "only POST"})
+		return
+	}
+	p, event, ok := detect(r)
+	if !ok {
+		reply(w, http.StatusBadRequest, Response{Message: "not a GitHub (X-GitHub-Event) or GitLab (X-Gitlab-Event) webhook"})
+		return
+	}
+	log := h.log.With(zap.String("provider", p.name), zap.String("event", clip(event)),
+		zap.String("delivery", clip(r.Header.Get(p.deliveryHeader))), zap.String("remote", r.RemoteAddr))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			log.Warn("webhook payload too large", zap.Int64("limit", MaxBody))
+			reply(w, http.StatusRequestEntityTooLarge, Response{Message: fmt.Sprintf("payload larger than %d bytes", MaxBody)})
+			return
+		}
+		reply(w, http.StatusBadRequest, Response{Message: "reading the body failed"})
+		return
+	}
+	if err := p.verify(h.secret, r, body); err != nil {
+		log.Warn("webhook rejected", zap.Error(err))
+		reply(w, http.StatusUnauthorized, Response{Message: err.Error()})
+		return
+	}
+	if p.pong[event] {
+		reply(w, http.StatusOK, Response{Synced: []string{}, Message: "pong"})
+		return
+	}
+	push, ok, err := p.parse(event, r, body)
+	if err != nil {
+		log.Warn("webhook payload invalid", zap.Error(err))
+		reply(w, http.StatusBadRequest, Response{Message: err.Error()})
+		return
+	}
+	if !ok {
+		reply(w, http.StatusAccepted, Response{Synced: []string{}, Message: fmt.Sprintf("ignored: %s event %q is not a push", p.name, clip(event))})
+		return
+	}
+	urls := newRepoSet(push.RepoURLs)
+	if push.Ref == "" || len(urls) == 0 {
+		reply(w, http.StatusBadRequest, Response{Message: "push without a ref or a repository URL"})
+		return
+	}
+	log = log.With(zap.String("repo", urls.any()), zap.String("ref", clip(push.Ref)))
+
+	ctx, cancel := context.WithTimeout(r.Context(), syncBudget)
+	defer cancel()
+	res, err := h.sync(ctx, log, push, urls)
+	if err != nil {
+		log.Error("webhook could not list GitRepos", zap.Error(err))
+		reply(w, http.StatusServiceUnavailable, Response{Synced: []string{}, Message: "listing GitRepos failed"})
+		return
+	}
+	code := http.StatusOK
+	if len(res.Failed) > 0 {
+		code = http.StatusBadGateway
+		res.Message = "some GitRepos could not be signalled; redeliver to retry"
+	}
+	log.Info("webhook push handled", zap.Strings("synced", res.Synced), zap.Strings("failed", res.Failed))
+	reply(w, code, res)
+}
+
+func (h *Handler) sync(ctx context.Context, log *zap.Logger, push Push, urls repoSet) (Response, error) {
+	res := Response{Synced: []string{}}
+	repos, err := h.repos.List(ctx, urls.matches)
+	if err != nil {
+		return res, err
+	}
+	for _, g := range repos {
+		if !urls.matches(g.Repo) || !g.Follows(push.Ref, push.DefaultBranch) {
+			continue
+		}
+		switch err := h.repos.Sync(ctx, g.Name); {
+		case err == nil:
+			res.Synced = append(res.Synced, g.Name)
+		case errors.Is(err, ErrNotRunning):
+		default:
+			log.Warn("webhook could not signal sync", zap.String("gitRepo", g.Name), zap.Error(err))
+			res.Failed = append(res.Failed, g.Name)
+		}
+	}
+	sort.Strings(res.Synced)
+	sort.Strings(res.Failed)
+	return res, nil
+}
+
+func reply(w http.ResponseWriter, code int, r Response) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(r)
+}
+
+// clip bounds header values echoed into logs and answers: they are not covered by the signature.
+func clip(s string) string {
+	if len(s) > 100 {
+		return s[:100] + "…"
+	}
+	return s
+}
