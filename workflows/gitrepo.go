@@ -108,7 +108,10 @@ func ValidateGitRepo(g fleet.GitRepo) error {
 		return fmt.Errorf("gitrepo %q: spec.repo is required", name)
 	}
 	if u, err := url.Parse(g.Spec.Repo); err == nil && u.User != nil {
-		if _, hasPassword := u.User.Password(); hasPassword {
+		// Over HTTP(S) a user part is a token as often as a name (https://TOKEN@host/...); over SSH it is
+		// the account (git@), never a secret.
+		_, hasPassword := u.User.Password()
+		if hasPassword || u.Scheme == "http" || u.Scheme == "https" {
 			return fmt.Errorf("gitrepo %q: spec.repo must not carry credentials; name them with spec.clientSecretName", name)
 		}
 	}
@@ -334,9 +337,13 @@ func (g *gitRepoRun) addSignalHandlers(ctx workflow.Context, sel workflow.Select
 			workflow.GetLogger(ctx).Warn("spec update refused", "gitRepo", g.name(), "error", err)
 			return
 		}
+		repoChanged := spec.Spec.Repo != g.spec.Spec.Repo
 		g.spec = spec
 		g.paused = spec.Spec.Paused
 		g.carry.ForceSync = true
+		if repoChanged && workflow.GetVersion(ctx, "repo-search-attribute-follows-spec", workflow.DefaultVersion, 1) == 1 {
+			_ = workflow.UpsertTypedSearchAttributes(ctx, SearchRepo.ValueSet(spec.Spec.Repo))
+		}
 	})
 	sel.AddReceive(pauseCh, func(c workflow.ReceiveChannel, _ bool) {
 		c.Receive(ctx, nil)
@@ -670,7 +677,7 @@ func (g *gitRepoRun) continueAsNew(ctx workflow.Context) error {
 func (g *gitRepoRun) view() GitRepoStatus {
 	s := g.spec.Spec
 	st := GitRepoStatus{
-		Name: g.name(), Repo: s.Repo, Branch: s.Branch, Commit: g.carry.Commit, Paused: g.paused,
+		Name: g.name(), Repo: s.Repo, Branch: s.Branch, Revision: s.Revision, Commit: g.carry.Commit, Paused: g.paused,
 		Error: g.carry.Error, LastPolled: g.carry.LastPolled, Clusters: []ClusterStatus{}, Bundles: []string{},
 		PollingInterval: g.pollingInterval().String(), NextPoll: g.nextPoll,
 	}

@@ -98,6 +98,7 @@ type GitRepoStatus struct {
 	Name                 string                    `json:"name"`
 	Repo                 string                    `json:"repo"`
 	Branch               string                    `json:"branch,omitempty"`
+	Revision             string                    `json:"revision,omitempty"`
 	Commit               string                    `json:"commit,omitempty"`
 	Paused               bool                      `json:"paused,omitempty"`
 	State                string                    `json:"state"`
