@@ -92,6 +92,7 @@ func (c *Client) Install(ctx context.Context, r ApplyRequest) (ApplyResult, erro
 		if err != nil {
 			return ApplyResult{}, c.errorf(r.Namespace, r.Name, "install", err)
 		}
+		c.serverSideValidation(opCtx, cfg)
 		in := action.NewInstall(cfg)
 		in.ReleaseName, in.Namespace = r.Name, r.Namespace
 		in.CreateNamespace = r.CreateNamespace
@@ -125,6 +126,7 @@ func (c *Client) Upgrade(ctx context.Context, r ApplyRequest) (ApplyResult, erro
 		if err != nil {
 			return ApplyResult{}, c.errorf(r.Namespace, r.Name, "upgrade", err)
 		}
+		c.serverSideValidation(opCtx, cfg)
 		labels, err := replacingLabels(cfg, r.Name, r.Labels)
 		if err != nil {
 			return ApplyResult{}, c.errorf(r.Namespace, r.Name, "upgrade", err)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"go.uber.org/zap"
 	"helm.sh/helm/v3/pkg/action"
@@ -37,6 +39,10 @@ type Client struct {
 	dynamic    dynamic.Interface
 	metadata   metadata.Interface
 	locks      *releaseLocks
+	// fieldValidation remembers whether the server validates fields itself (see validation.go).
+	fieldValidation fieldValidation
+	// invalidated is when Helm last dropped the cached discovery (UnixNano; see operationDiscovery).
+	invalidated atomic.Int64
 }
 
 // Name is the kubeconfig context the Client talks to.
@@ -123,7 +129,7 @@ func (c *Client) errorf(namespace, name, what string, err error) error {
 func (c *Client) actionConfig(ctx context.Context, namespace, name string) (*action.Configuration, error) {
 	logf := c.helmLog(namespace, name)
 	cfg := new(action.Configuration)
-	if err := cfg.Init(namespacedGetter{c: c, namespace: namespace}, namespace, "secret", logf); err != nil {
+	if err := cfg.Init(namespacedGetter{c: c, namespace: namespace, start: time.Now()}, namespace, "secret", logf); err != nil {
 		return nil, err
 	}
 	if kc, ok := cfg.KubeClient.(*kube.Client); ok {

@@ -1,0 +1,83 @@
+package agentclient
+
+import (
+	"context"
+	"io"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/kube"
+)
+
+// Helm validates manifests "strictly" through kubectl's ParamVerifyingSchema, which skips client-side
+// schema validation whenever the server supports server-side field validation (GA and always on since
+// Kubernetes 1.27). Finding that out costs every Install and Upgrade two OpenAPI v3 downloads and the
+// parse of the core/v1 document (about 1 MB of JSON), even for the Namespace CreateNamespace makes: on a
+// fleet, most of the CPU an install takes. The answer cannot change for a server version, so it is asked
+// once per Client, from /version, and Helm's kube client is told not to validate where the validation
+// would have been skipped anyway. Older servers keep Helm's client-side validation.
+const fieldValidationGAMinor = 27
+
+// serverSideValidation makes cfg skip the client-side validation the server makes pointless.
+func (c *Client) serverSideValidation(ctx context.Context, cfg *action.Configuration) {
+	if kc, ok := cfg.KubeClient.(*kube.Client); ok && c.skipClientValidation(ctx) {
+		cfg.KubeClient = serverValidatedKube{kc}
+	}
+}
+
+// serverValidatedKube is Helm's kube client, building resources without the client-side schema check.
+type serverValidatedKube struct{ *kube.Client }
+
+func (k serverValidatedKube) Build(r io.Reader, _ bool) (kube.ResourceList, error) {
+	return k.Client.Build(r, false)
+}
+
+// fieldValidation caches whether the server validates fields itself: 0 not known yet, 1 yes, 2 no.
+type fieldValidation struct{ state atomic.Int32 }
+
+// skipClientValidation reports whether Helm's client-side OpenAPI validation would be skipped anyway by
+// this server. Any doubt (an error, an unparsable version) keeps Helm's validation.
+func (c *Client) skipClientValidation(ctx context.Context) bool {
+	switch c.fieldValidation.state.Load() {
+	case 1:
+		return true
+	case 2:
+		return false
+	}
+	v, err := c.clientset.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
+	if err != nil {
+		return false
+	}
+	major, minor, ok := parseVersion(string(v))
+	if !ok {
+		return false
+	}
+	if major > 1 || major == 1 && minor >= fieldValidationGAMinor {
+		c.fieldValidation.state.Store(1)
+		return true
+	}
+	c.fieldValidation.state.Store(2)
+	return false
+}
+
+// parseVersion reads "major" and "minor" from /version's JSON, which may carry a "+" suffix ("27+").
+func parseVersion(js string) (major, minor int, ok bool) {
+	field := func(name string) (int, bool) {
+		i := strings.Index(js, `"`+name+`":`)
+		if i < 0 {
+			return 0, false
+		}
+		s := strings.TrimLeft(js[i+len(name)+3:], ` "`)
+		end := 0
+		for end < len(s) && s[end] >= '0' && s[end] <= '9' {
+			end++
+		}
+		n, err := strconv.Atoi(s[:end])
+		return n, err == nil
+	}
+	major, ok1 := field("major")
+	minor, ok2 := field("minor")
+	return major, minor, ok1 && ok2
+}
