@@ -335,10 +335,10 @@ func waitFor(ctx context.Context, timeout time.Duration, p *proc.Process, log, w
 			return nil
 		}
 		if !p.Alive() {
-			return fmt.Errorf("%s exited during start-up:\n%s", what, tail(log, 15))
+			return fmt.Errorf("%s exited during start-up:\n%s", what, proc.Tail(log, 15))
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not ready after %s:\n%s", what, timeout, tail(log, 15))
+			return fmt.Errorf("%s not ready after %s:\n%s", what, timeout, proc.Tail(log, 15))
 		}
 		select {
 		case <-ctx.Done():
@@ -346,18 +346,6 @@ func waitFor(ctx context.Context, timeout time.Duration, p *proc.Process, log, w
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-func tail(path string, n int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return "(no log)"
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 func (e *Env) get(name string) *cluster {

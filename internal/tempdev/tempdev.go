@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"go.temporal.io/api/workflowservice/v1"
@@ -38,9 +37,10 @@ type Options struct {
 
 // Server is a running dev server.
 type Server struct {
-	o   Options
-	p   *proc.Process
-	ctx context.Context
+	o           Options
+	p           *proc.Process
+	ctx         context.Context
+	metricsPort int
 }
 
 // Start starts the server and waits until its namespace answers.
@@ -85,6 +85,7 @@ func (s *Server) args() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.metricsPort = metricsPort
 	args := []string{"server", "start-dev", "--ip", o.IP, "--port", strconv.Itoa(o.Port),
 		"--http-port", strconv.Itoa(httpPort), "--metrics-port", strconv.Itoa(metricsPort),
 		"--db-filename", o.DBFile, "--namespace", o.Namespace, "--log-level", "warn",
@@ -124,7 +125,7 @@ func (s *Server) start(ctx context.Context) error {
 			return nil
 		} else if !p.Alive() || time.Now().After(deadline) {
 			_ = p.Kill()
-			return fmt.Errorf("temporal dev server not ready (%v):\n%s", err, tail(s.o.LogFile, 15))
+			return fmt.Errorf("temporal dev server not ready (%v):\n%s", err, proc.Tail(s.o.LogFile, 15))
 		}
 		select {
 		case <-ctx.Done():
@@ -158,6 +159,11 @@ func (s *Server) UIAddress() string {
 	return fmt.Sprintf("http://%s:%d", s.o.IP, s.o.UIPort)
 }
 
+// MetricsURL is the server's Prometheus endpoint (its `action` counter approximates billable actions).
+func (s *Server) MetricsURL() string {
+	return fmt.Sprintf("http://%s:%d/metrics", s.o.IP, s.metricsPort)
+}
+
 // PID is the server's process ID.
 func (s *Server) PID() int { return s.p.PID() }
 
@@ -173,16 +179,4 @@ func (s *Server) Restart(ctx context.Context) error {
 		return err
 	}
 	return s.start(ctx)
-}
-
-func tail(path string, n int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return "(no log)"
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
