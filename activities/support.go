@@ -100,7 +100,7 @@ type renderEntry struct {
 const renderCacheSize = 4096
 
 func (a *Activities) render(h *clusterHandle, t ClusterTarget, ref BundleRef) (*render.Release, error) {
-	key := strings.Join([]string{h.dir, ref.Path, ref.Name, t.GitRepo, h.info.Name, h.digest,
+	key := strings.Join([]string{h.dir, ref.Path, ref.Name, t.GitRepo, h.info.Name, h.digest, h.info.ConfineToNamespace,
 		t.Options.TargetNamespace, fmt.Sprint(t.Options.KeepResources, t.Options.ForceSyncGeneration)}, "\x00")
 	c := &a.renders
 	c.mu.Lock()

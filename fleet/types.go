@@ -105,6 +105,12 @@ type ClusterSpec struct {
 	KubeConfigContext string `json:"kubeConfigContext,omitempty"`
 	// Paused freezes every bundle on this cluster.
 	Paused bool `json:"paused,omitempty"`
+	// ConfineToNamespace is a Flotilla extension for benchmarks and tests: it makes this cluster one
+	// namespace of the cluster its kubeconfig reaches. Every namespaced object of every bundle and every
+	// Helm release go into this namespace (overriding targetNamespace, namespace and defaultNamespace), and
+	// cluster-scoped objects are refused, so several such clusters can share one API server without ever
+	// sharing a release, the way Fleet's agent simulators share one.
+	ConfineToNamespace string `json:"confineToNamespace,omitempty"`
 }
 
 // ClusterGroup names a set of clusters by label selector.
@@ -232,4 +238,7 @@ type ClusterInfo struct {
 	Groups []string
 	// GroupLabels maps each group name to that group's labels, for clusterGroupSelector.
 	GroupLabels map[string]map[string]string
+	// ConfineToNamespace is the Cluster's spec.confineToNamespace: when set, the only namespace anything
+	// of any bundle is deployed to on this cluster.
+	ConfineToNamespace string
 }

@@ -55,6 +55,9 @@ func ValidateCluster(c fleet.Cluster) error {
 	if c.Spec.KubeConfigPath == "" {
 		return fmt.Errorf("cluster %q: spec.kubeConfigPath is required (a kubeconfig file on the worker's host)", c.Metadata.Name)
 	}
+	if ns := c.Spec.ConfineToNamespace; ns != "" && (!dnsLabel.MatchString(ns) || len(ns) > 63) {
+		return fmt.Errorf("cluster %q: spec.confineToNamespace %q: must be a DNS label", c.Metadata.Name, ns)
+	}
 	if err := encodable(c.Spec.TemplateValues); err != nil {
 		return fmt.Errorf("cluster %q: spec.templateValues: %v", c.Metadata.Name, err)
 	}
@@ -167,6 +170,8 @@ func (inv *Inventory) Info(c fleet.Cluster) fleet.ClusterInfo {
 		TemplateValues: c.Spec.TemplateValues,
 		Groups:         groups,
 		GroupLabels:    groupLabels,
+
+		ConfineToNamespace: c.Spec.ConfineToNamespace,
 	}
 }
 

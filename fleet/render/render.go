@@ -82,6 +82,10 @@ func ForCluster(in Input) (*Release, error) {
 	if forced == "" {
 		forced = opts.TargetNamespace
 	}
+	if in.Cluster.ConfineToNamespace != "" {
+		// A cluster confined to a namespace shares its API server with others: nothing may leave it.
+		forced = in.Cluster.ConfineToNamespace
+	}
 	rel.Namespace = firstNonEmpty(forced, opts.DefaultNamespace, "default")
 	if !deploy {
 		return rel, nil
