@@ -8,11 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"sync"
 	"time"
 
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
@@ -22,6 +21,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/fleet/bundle"
 	"github.com/flotilla-gitops/flotilla/fleet/target"
 	"github.com/flotilla-gitops/flotilla/internal/gitcache"
+	"github.com/flotilla-gitops/flotilla/internal/parallel"
 	"github.com/flotilla-gitops/flotilla/inventory"
 )
 
@@ -146,14 +146,18 @@ func (a *Activities) Observe(ctx context.Context, in ObserveInput) (Observation,
 	}
 	stop := heartbeatEvery(ctx, 3*time.Second)
 	defer stop()
-	obs := Observation{Bundles: make([]BundleObservation, len(in.Target.Bundles))}
-	err = a.forEach(ctx, len(in.Target.Bundles), func(i int) error {
-		o, err := a.observeBundle(ctx, h, in.Target, in.Target.Bundles[i], in.Resources)
+	return a.observe(ctx, h, in.Target, in.Resources)
+}
+
+func (a *Activities) observe(ctx context.Context, h *clusterHandle, t ClusterTarget, resources bool) (Observation, error) {
+	obs := Observation{Bundles: make([]BundleObservation, len(t.Bundles))}
+	err := a.forEach(ctx, len(t.Bundles), func(i int) error {
+		o, err := a.observeBundle(ctx, h, t, t.Bundles[i], resources)
 		obs.Bundles[i] = o
 		return err
 	})
 	if err != nil {
-		return Observation{}, a.clusterError(in.Target.Cluster, err)
+		return Observation{}, a.clusterError(t.Cluster, err)
 	}
 	obs.CheckedAt = time.Now()
 	return obs, nil
@@ -206,6 +210,12 @@ func (a *Activities) Apply(ctx context.Context, in ApplyInput) (ApplyResult, err
 	})
 	if err != nil {
 		return ApplyResult{}, a.clusterError(in.Target.Cluster, err)
+	}
+	if in.Observe {
+		// What was applied stands even if this read fails; the workflow then observes on its own.
+		if obs, err := a.observe(ctx, h, in.Target, true); err == nil {
+			res.Observation = &obs
+		}
 	}
 	return res, nil
 }
@@ -330,9 +340,11 @@ func (a *Activities) Uninstall(ctx context.Context, in UninstallInput) (Uninstal
 	for _, k := range in.Keep {
 		keep[k] = true
 	}
+	confined := c.Spec.ConfineToNamespace
 	var res UninstallResult
 	for _, r := range rels {
-		if keep[r.Labels[LabelBundle]] {
+		if keep[r.Labels[LabelBundle]] || confined != "" && r.Namespace != confined {
+			// Other namespaces of a confined cluster's API server belong to other clusters.
 			continue
 		}
 		if err := cl.Uninstall(ctx, r.Namespace, r.Name, in.KeepResources); err != nil {
@@ -408,32 +420,12 @@ func (a *Activities) clusterError(cluster string, err error) error {
 	return temporal.NewApplicationError(fmt.Sprintf("cluster %q: %v", cluster, err), ErrTypeApply)
 }
 
-func (a *Activities) forEach(ctx context.Context, n int, fn func(i int) error) error {
+func (a *Activities) forEach(_ context.Context, n int, fn func(i int) error) error {
 	limit := a.BundleConcurrency
 	if limit <= 0 {
 		limit = 8
 	}
-	sem := make(chan struct{}, limit)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var first error
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(i int) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			if err := fn(i); err != nil {
-				mu.Lock()
-				if first == nil {
-					first = err
-				}
-				mu.Unlock()
-			}
-		}(i)
-	}
-	wg.Wait()
-	return first
+	return parallel.ForEach(n, limit, fn)
 }
 
 func (a *Activities) logger() *zap.Logger {

@@ -169,6 +169,9 @@ const (
 type ApplyInput struct {
 	Target  ClusterTarget  `json:"target"`
 	Actions []BundleAction `json:"actions"`
+	// Observe asks for an observation of every bundle, objects included, once the actions are done: the
+	// observation the workflow needs next, without a separate Observe activity and workflow task.
+	Observe bool `json:"observe,omitempty"`
 }
 
 // BundleAction is one decided action, valid only while the bundle still renders to ExpectedID.
@@ -182,6 +185,8 @@ type BundleAction struct {
 // ApplyResult reports every action's outcome; one bundle failing never hides the others.
 type ApplyResult struct {
 	Bundles []BundleApplyResult `json:"bundles"`
+	// Observation is set when ApplyInput.Observe asked for it and the cluster could be observed.
+	Observation *Observation `json:"observation,omitempty"`
 }
 
 // BundleApplyResult is one action's outcome.

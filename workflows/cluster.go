@@ -207,7 +207,12 @@ func (r *clusterRun) reconcile(ctx workflow.Context) time.Duration {
 			return r.unreachable(ctx, err)
 		}
 		r.recordApply(ctx, res, obs)
-		if obs, err = r.observe(ctx); err != nil {
+		// The Apply activity observes after applying; only an activity that could not (or an older worker
+		// that does not) leaves it to a separate Observe. The choice follows the recorded result, so
+		// histories of either kind replay.
+		if res.Observation != nil {
+			obs = *res.Observation
+		} else if obs, err = r.observe(ctx); err != nil {
 			return r.unreachable(ctx, err)
 		}
 		r.carry.PromptStep = 0
@@ -353,7 +358,7 @@ func (r *clusterRun) apply(ctx workflow.Context, actions []activities.BundleActi
 		Summary:             fmt.Sprintf("apply %d bundle(s) to %s", len(actions), r.in.Target.Cluster),
 	})
 	var res activities.ApplyResult
-	err := workflow.ExecuteActivity(ctx, (*activities.Activities).Apply, activities.ApplyInput{Target: r.in.Target, Actions: actions}).Get(ctx, &res)
+	err := workflow.ExecuteActivity(ctx, (*activities.Activities).Apply, activities.ApplyInput{Target: r.in.Target, Actions: actions, Observe: true}).Get(ctx, &res)
 	return res, err
 }
 

@@ -91,3 +91,44 @@ func TestClusterWorkflowReportsUnreachableAndRetries(t *testing.T) {
 type testError string
 
 func (e testError) Error() string { return string(e) }
+
+// Apply observes after applying, so an install costs two activities (Observe, Apply), not three; an
+// Apply that could not observe (or an older worker's) leaves it to a separate Observe.
+func TestClusterWorkflowTakesThePostApplyObservationFromApply(t *testing.T) {
+	for _, applyObserves := range []bool{true, false} {
+		var s testsuite.WorkflowTestSuite
+		env := s.NewTestWorkflowEnvironment()
+		var a *activities.Activities
+		observed := 0
+		env.OnActivity(a.Observe, mock.Anything, mock.Anything).Return(func(_ context.Context, _ activities.ObserveInput) (activities.Observation, error) {
+			observed++
+			if observed == 1 {
+				return deployed(""), nil
+			}
+			return deployed("s-1"), nil
+		})
+		env.OnActivity(a.Apply, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ApplyInput) (activities.ApplyResult, error) {
+			require.True(t, in.Observe, "the workflow asks Apply to observe")
+			res := activities.ApplyResult{Bundles: []activities.BundleApplyResult{{Bundle: "web", Revision: 1}}}
+			if applyObserves {
+				obs := deployed("s-1")
+				res.Observation = &obs
+			}
+			return res, nil
+		}).Once()
+		var reports []ClusterReport
+		env.OnSignalExternalWorkflow(mock.Anything, "gitrepo/shop", "", SignalClusterReport, mock.Anything).Return(
+			func(_, _, _, _ string, arg any) error { reports = append(reports, arg.(ClusterReport)); return nil })
+		env.RegisterDelayedCallback(func() { env.SetContinueAsNewSuggested(true) }, 30*time.Second)
+
+		env.ExecuteWorkflow(ClusterWorkflow, clusterInput())
+
+		require.Len(t, reports, 1)
+		require.Equal(t, StateReady, reports[0].Status.State, "Apply observing: %v", applyObserves)
+		want := 1
+		if !applyObserves {
+			want = 2
+		}
+		require.Equal(t, want, observed, "Observe activities before the first report (Apply observing: %v)", applyObserves)
+	}
+}
