@@ -233,11 +233,14 @@ func (r *clusterRun) reconcile(ctx workflow.Context) time.Duration {
 	}
 	summarizeCluster(st)
 	r.report(ctx, false)
-	return r.nextDelay(ctx, now)
+	// The delay runs from now, not from when this reconcile began: an apply can take minutes, and a retry
+	// due two seconds after it failed must not be measured from before it started.
+	return r.nextDelay(ctx, workflow.Now(ctx))
 }
 
 // nextDelay checks promptly while something is converging, at the next retry when an apply failed,
-// and at the (jittered) check interval when all is quiet.
+// and at the (jittered) check interval when all is quiet; it is measured from now, the moment the
+// caller starts waiting.
 func (r *clusterRun) nextDelay(ctx workflow.Context, now time.Time) time.Duration {
 	delay := r.jittered(ctx, r.checkInterval())
 	converging := false

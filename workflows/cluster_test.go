@@ -132,3 +132,33 @@ func TestClusterWorkflowTakesThePostApplyObservationFromApply(t *testing.T) {
 		require.Equal(t, want, observed, "Observe activities before the first report (Apply observing: %v)", applyObserves)
 	}
 }
+
+// An apply that took long and failed is retried after its backoff counted from when it failed, not from
+// when the reconcile began: a slow cluster (or a worker killed mid-apply, whose retry then meets the
+// release it left pending) must not wait a whole check interval for its next attempt.
+func TestClusterWorkflowRetriesASlowFailedApplyAfterItsBackoff(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	var a *activities.Activities
+	env.OnActivity(a.Observe, mock.Anything, mock.Anything).Return(deployed(""), nil)
+	var applied []time.Time
+	env.OnActivity(a.Apply, mock.Anything, mock.Anything).After(90*time.Second).Return(
+		func(_ context.Context, _ activities.ApplyInput) (activities.ApplyResult, error) {
+			applied = append(applied, env.Now())
+			if len(applied) == 1 {
+				return activities.ApplyResult{Bundles: []activities.BundleApplyResult{{Bundle: "web",
+					Error: "another operation (install/upgrade/rollback) is in progress", ErrorType: activities.ErrTypeApply}}}, nil
+			}
+			obs := deployed("s-1")
+			return activities.ApplyResult{Bundles: []activities.BundleApplyResult{{Bundle: "web", Revision: 1}}, Observation: &obs}, nil
+		})
+	env.OnSignalExternalWorkflow(mock.Anything, "gitrepo/shop", "", SignalClusterReport, mock.Anything).Return(nil)
+	env.RegisterDelayedCallback(func() { env.SetContinueAsNewSuggested(true) }, 5*time.Minute)
+
+	env.ExecuteWorkflow(ClusterWorkflow, clusterInput())
+
+	require.GreaterOrEqual(t, len(applied), 2, "the failed apply is retried")
+	// The second attempt starts (and, with the mock's 90 s, ends) one backoff after the first failed.
+	gap := applied[1].Sub(applied[0]) - 90*time.Second
+	require.LessOrEqual(t, gap, RetryFirst+time.Second, "retried %s after failing; the check interval is %s", gap, clusterInput().CheckInterval)
+}
