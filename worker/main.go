@@ -5,6 +5,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -54,6 +57,7 @@ func run() error {
 	devLog := flag.Bool("dev-log", false, "human-readable logs instead of JSON")
 	maxActivities := flag.Int("max-concurrent-activities", 200, "activities run at once by this worker")
 	webhookListen := flag.String("webhook-listen", "", "serve git push webhooks on this host:port at "+webhook.Path+" (empty: off)")
+	pprofListen := flag.String("pprof-listen", os.Getenv("FLOTILLA_PPROF_LISTEN"), "serve Go's pprof profiles on this loopback host:port at /debug/pprof/ (env FLOTILLA_PPROF_LISTEN; empty: off)")
 	webhookSecret := flag.String("webhook-secret-file", os.Getenv("FLOTILLA_WEBHOOK_SECRET_FILE"), "file holding the webhook secret (env FLOTILLA_WEBHOOK_SECRET_FILE); required with --webhook-listen")
 	flag.Parse()
 
@@ -111,6 +115,13 @@ func run() error {
 			_ = hook.Shutdown(ctx)
 		}()
 	}
+	if *pprofListen != "" {
+		srv, err := servePprof(*pprofListen)
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+	}
 	if err := w.Start(); err != nil {
 		return err
 	}
@@ -145,4 +156,28 @@ func loadCredentials(path string) (gitcache.BasicAuth, error) {
 		return nil, fmt.Errorf("%s: not a YAML map of name: {username, password}", path)
 	}
 	return creds, nil
+}
+
+// servePprof serves profiles for finding where the worker's time goes (the benchmarks use it). Profiles
+// show code paths and memory, so only a loopback address is accepted.
+func servePprof(addr string) (*http.Server, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("--pprof-listen %q: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil, fmt.Errorf("--pprof-listen %q: only a loopback address is allowed", addr)
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--pprof-listen: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	return srv, nil
 }
