@@ -6,18 +6,19 @@ GO ?= go
 TEST_TIMEOUT ?= 40m
 export CGO_ENABLED ?= 0
 
-.PHONY: all tools build up down test unit e2e vet lint clean
+.PHONY: all tools build up down test unit e2e vet lint clean bench bench-quick
 
 all: build
 
 tools:
 	@hack/build-tools.sh
 
-bin/flotilla-worker bin/flotilla bin/flotilla-dev: FORCE
+bin/flotilla-worker bin/flotilla bin/flotilla-dev bin/flotilla-bench: FORCE
 	@mkdir -p bin
 	$(GO) build -trimpath -o bin/flotilla-worker ./worker
 	$(GO) build -trimpath -o bin/flotilla ./starter
 	$(GO) build -trimpath -o bin/flotilla-dev ./cmd/flotilla-dev
+	$(GO) build -trimpath -o bin/flotilla-bench ./cmd/flotilla-bench
 
 build: bin/flotilla-worker
 FORCE:
@@ -41,9 +42,23 @@ lint: tools
 unit:
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /tests)
 
-## test: everything, on real components (Temporal dev server, kube-apiservers with kwok, git).
+## test: everything, on real components (Temporal dev server, kube-apiservers with kwok, git), then the
+## quick benchmark so the harness keeps working (it fails on a broken experiment, never on a number).
 test: tools build vet lint
 	FLOTILLA_BIN=$(CURDIR)/bin $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	bin/flotilla-bench --quick --out "$(BENCH_QUICK_OUT)"
+
+## bench: every experiment at full scale (about 25 minutes on 2 cores); prints a table with the targets and
+## writes JSON to $$BENCH_OUT (default bench/out/results.json). A missed target never fails it; a broken
+## experiment does.
+BENCH_OUT ?= $(CURDIR)/bench/out/results.json
+bench: tools build
+	bin/flotilla-bench --out "$(BENCH_OUT)"
+
+## bench-quick: every experiment at a small scale, in a few minutes; part of `make test` so the harness keeps working.
+BENCH_QUICK_OUT ?= $(CURDIR)/bench/out/quick.json
+bench-quick: tools build
+	bin/flotilla-bench --quick --out "$(BENCH_QUICK_OUT)"
 
 clean:
 	rm -rf bin .run

@@ -1,0 +1,100 @@
+package bench
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/flotilla-gitops/flotilla/fleet"
+	"github.com/flotilla-gitops/flotilla/fleet/bundle"
+	"github.com/flotilla-gitops/flotilla/fleet/render"
+)
+
+// The counters come from Prometheus text: labelled and bare series are summed, a metric that merely
+// shares the name's prefix is not, and the filter sees each series' labels.
+func TestPromSumAddsOnlyTheNamedCounter(t *testing.T) {
+	text := strings.Join([]string{
+		`# HELP apiserver_request_total Counter of apiserver requests`,
+		`apiserver_request_total{code="200",resource="configmaps",verb="POST"} 30`,
+		`apiserver_request_total{code="200",resource="leases",verb="PUT"} 1000`,
+		`apiserver_request_total{code="201",resource="secrets",verb="POST"} 12`,
+		`apiserver_request_total_sum 99999`,
+		`apiserver_request_duration_seconds_count{verb="GET"} 77`,
+		`apiserver_request_total 5`,
+	}, "\n")
+	all, err := promSum(strings.NewReader(text), "apiserver_request_total", nil)
+	require.NoError(t, err)
+	require.Equal(t, 1047.0, all)
+
+	clients, err := promSum(strings.NewReader(text), "apiserver_request_total", func(l string) bool { return !isAPIServerHousekeeping(l) })
+	require.NoError(t, err)
+	require.Equal(t, 47.0, clients, "the API server's own lease renewals are not Flotilla's requests")
+}
+
+// A target is judged only on the shape it was set for: a quick run's smaller rows carry no verdict,
+// and a missed target is reported, not hidden.
+func TestTargetsAreJudgedOnlyOnTheirOwnShape(t *testing.T) {
+	quick := Result{Experiment: "deploy-50x50", Clusters: 10, Bundles: 10, FlotillaSeconds: 500}
+	judge(&quick)
+	require.Nil(t, quick.TargetMet)
+
+	slow := Result{Experiment: "deploy-50x50", Clusters: 50, Bundles: 50, FlotillaSeconds: 51}
+	judge(&slow)
+	require.NotNil(t, slow.TargetMet)
+	require.False(t, *slow.TargetMet)
+	require.Equal(t, "≤ 50 s", slow.Target)
+
+	shape := Result{Experiment: "fleet-shape-1x10x3", Clusters: 3, Bundles: 1, FlotillaSeconds: 0.9}
+	judge(&shape)
+	require.True(t, *shape.TargetMet)
+	require.Equal(t, fleetShape1x10x3Seconds, *shape.FleetSeconds, "Fleet's figure is printed beside ours")
+
+	ratio := Result{Experiment: "deploy-1x10", Clusters: 100, Ratio: ptr(1.3)}
+	judge(&ratio)
+	require.False(t, *ratio.TargetMet)
+
+	few := Result{Experiment: "idle-check", Clusters: 10, TemporalActionsPerClusterInterval: ptr(1.0), APIRequestsPerClusterInterval: ptr(1.0),
+		WorkerRSSMBPerCluster: ptr(9.0)}
+	judge(&few)
+	require.Nil(t, few.TargetMet, "the worker's base memory over ten clusters says nothing about a fleet")
+
+	idle := Result{Experiment: "idle-check", Clusters: 100, TemporalActionsPerClusterInterval: ptr(1.0), APIRequestsPerClusterInterval: ptr(6.0),
+		WorkerRSSMBPerCluster: ptr(0.2)}
+	judge(&idle)
+	require.False(t, *idle.TargetMet, "every idle bound must hold, API requests included")
+}
+
+func TestReportNamesTheExperimentsThatCouldNotBeMeasured(t *testing.T) {
+	rep := Report{Results: []Result{{Experiment: "deploy-1x10"}, {Experiment: "recovery", Failed: true}}}
+	require.Equal(t, []string{"recovery"}, rep.Failed())
+}
+
+// The generated repository is what every experiment deploys: each bundle is discovered and renders
+// to exactly its ConfigMaps, about 10 KB each as in Fleet's benchmark data.
+func TestBenchmarkRepositoryHoldsTheRequestedBundles(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "repo")
+	commit, err := writeRepo(dir, 3, 4)
+	require.NoError(t, err)
+	require.Len(t, commit, 40)
+
+	refs, err := bundle.Discover(dir, "bench", []string{"bundles"})
+	require.NoError(t, err)
+	require.Len(t, refs, 3)
+	for _, ref := range refs {
+		b, err := bundle.Load(dir, ref)
+		require.NoError(t, err)
+		rel, err := render.ForCluster(render.Input{RepoRoot: dir, Bundle: b, GitRepo: "bench", Commit: commit,
+			Cluster: fleet.ClusterInfo{Name: "sim-1", Namespace: fleet.DefaultNamespace, ConfineToNamespace: "sim-1"}})
+		require.NoError(t, err)
+		require.Equal(t, "sim-1", rel.Namespace)
+		out, err := render.Template(rel, render.TemplateOptions{})
+		require.NoError(t, err)
+		require.Equal(t, 4, strings.Count(string(out), "kind: ConfigMap"), "bundle %s", ref.Name)
+		require.Greater(t, len(out), 4*10*1024)
+	}
+	_, err = os.Stat(filepath.Join(dir, ".git"))
+	require.NoError(t, err)
+}

@@ -1,0 +1,161 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Result is one row of the benchmark's output. JSON names are a contract: keep them stable.
+type Result struct {
+	Experiment          string `json:"experiment"`
+	Clusters            int    `json:"clusters"`
+	Bundles             int    `json:"bundles"`
+	ResourcesPerCluster int    `json:"resources_per_cluster"`
+	// FlotillaSeconds is from the GitRepo's creation to its status reporting every desired cluster Ready
+	// (gitrepo-50-bundles: to every bundle rendered for the cluster; idle-check: the idle window).
+	FlotillaSeconds float64 `json:"flotilla_seconds"`
+	// DirectSeconds is the same deployment by a plain loop over the Helm SDK, same concurrency, no Temporal.
+	DirectSeconds *float64 `json:"direct_seconds,omitempty"`
+	Ratio         *float64 `json:"ratio,omitempty"`
+	// WorkerPeakRSSMB is the worker's VmHWM at the end of the experiment.
+	WorkerPeakRSSMB float64 `json:"worker_peak_rss_mb"`
+	// TemporalActions approximates Temporal Cloud's billable actions (the dev server's `action` counter,
+	// less this benchmark's own status queries) during the measured phase.
+	TemporalActions int64 `json:"temporal_actions"`
+	// APIRequests is the kube-apiservers' apiserver_request_total over the measured phase, all clusters.
+	APIRequests int64 `json:"api_requests"`
+
+	TemporalActionsPerClusterInterval *float64 `json:"temporal_actions_per_cluster_interval,omitempty"`
+	APIRequestsPerClusterInterval     *float64 `json:"api_requests_per_cluster_interval,omitempty"`
+	CPUSecondsPerClusterInterval      *float64 `json:"cpu_seconds_per_cluster_interval,omitempty"`
+	CheckIntervalSeconds              float64  `json:"check_interval_seconds,omitempty"`
+	Intervals                         float64  `json:"intervals,omitempty"`
+	WorkerRSSMBPerCluster             *float64 `json:"worker_rss_mb_per_cluster,omitempty"`
+
+	// CPU seconds used during the measured phase, by process.
+	WorkerCPUSeconds    float64 `json:"worker_cpu_seconds"`
+	TemporalCPUSeconds  float64 `json:"temporal_cpu_seconds"`
+	APIServerCPUSeconds float64 `json:"apiserver_cpu_seconds"`
+	EtcdCPUSeconds      float64 `json:"etcd_cpu_seconds"`
+	// DirectCPUSeconds is the baseline's own process plus the API servers and etcd during its phase.
+	DirectCPUSeconds *float64 `json:"direct_cpu_seconds,omitempty"`
+	// DirectProcessCPUSeconds is the baseline's own process alone (what the worker's CPU compares with).
+	DirectProcessCPUSeconds *float64 `json:"direct_process_cpu_seconds,omitempty"`
+	DirectAPIRequests       *int64   `json:"direct_api_requests,omitempty"`
+
+	// RealAPIServers is how many kube-apiservers served the clusters; SimulatedClusters says whether
+	// clusters were simulated (several per API server, each confined to its own namespace).
+	RealAPIServers    int  `json:"real_apiservers"`
+	SimulatedClusters bool `json:"simulated_clusters"`
+
+	GitRepoHistoryEvents int64 `json:"gitrepo_history_events,omitempty"`
+	GitRepoRuns          int   `json:"gitrepo_runs,omitempty"`
+	// DuplicatedRevisions counts releases holding more Helm revisions than commits deployed (recovery).
+	DuplicatedRevisions *int     `json:"duplicated_revisions,omitempty"`
+	KilledAtSeconds     *float64 `json:"killed_at_seconds,omitempty"`
+	DiscoveredSeconds   *float64 `json:"discovered_seconds,omitempty"`
+
+	// FleetSeconds is Rancher Fleet's median on the same shape and machine kind (fleet-shape rows).
+	FleetSeconds *float64 `json:"fleet_seconds,omitempty"`
+	Target       string   `json:"target,omitempty"`
+	TargetMet    *bool    `json:"target_met,omitempty"`
+	Quick        bool     `json:"quick,omitempty"`
+	// Failed marks an experiment that could not be measured; Notes says why.
+	Failed bool   `json:"failed,omitempty"`
+	Notes  string `json:"notes,omitempty"`
+}
+
+// Report is what $BENCH_OUT holds.
+type Report struct {
+	Date    time.Time `json:"date"`
+	Machine string    `json:"machine"`
+	Quick   bool      `json:"quick"`
+	Results []Result  `json:"results"`
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func round(v float64, digits int) float64 {
+	p := 1.0
+	for i := 0; i < digits; i++ {
+		p *= 10
+	}
+	if v < 0 {
+		return -float64(int64(-v*p+0.5)) / p
+	}
+	return float64(int64(v*p+0.5)) / p
+}
+
+// writeJSON writes the report, creating the folder.
+func writeJSON(path string, rep Report) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(data, '\n'), 0o644)
+}
+
+// PrintTable prints the results with their targets.
+func PrintTable(w io.Writer, results []Result) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "experiment\tclusters\tbundles\tres/cluster\tflotilla s\tdirect s\tratio\tworker MB\tactions\tAPI req\ttarget\tmet\tnotes")
+	for _, r := range results {
+		direct, ratio := "-", "-"
+		if r.DirectSeconds != nil {
+			direct = fmt.Sprintf("%.2f", *r.DirectSeconds)
+		}
+		if r.Ratio != nil {
+			ratio = fmt.Sprintf("%.2f", *r.Ratio)
+		}
+		met := "-"
+		if r.TargetMet != nil {
+			met = map[bool]string{true: "yes", false: "NO"}[*r.TargetMet]
+		}
+		clusters := fmt.Sprint(r.Clusters)
+		if r.SimulatedClusters {
+			clusters += fmt.Sprintf(" (sim/%d)", r.RealAPIServers)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.2f\t%s\t%s\t%.0f\t%d\t%d\t%s\t%s\t%s\n", r.Experiment, clusters, r.Bundles,
+			r.ResourcesPerCluster, r.FlotillaSeconds, direct, ratio, r.WorkerPeakRSSMB, r.TemporalActions, r.APIRequests,
+			r.Target, met, details(r))
+	}
+	_ = tw.Flush()
+}
+
+// details is the short, row-specific part of the table.
+func details(r Result) string {
+	var parts []string
+	if r.FleetSeconds != nil {
+		parts = append(parts, fmt.Sprintf("Fleet %.2fs", *r.FleetSeconds))
+	}
+	if r.TemporalActionsPerClusterInterval != nil {
+		parts = append(parts, fmt.Sprintf("per cluster·interval: %.2f actions, %.2f API req, %.4f CPU s",
+			*r.TemporalActionsPerClusterInterval, *r.APIRequestsPerClusterInterval, *r.CPUSecondsPerClusterInterval))
+	}
+	if r.WorkerRSSMBPerCluster != nil {
+		parts = append(parts, fmt.Sprintf("%.2f MB/cluster", *r.WorkerRSSMBPerCluster))
+	}
+	if r.GitRepoHistoryEvents > 0 {
+		parts = append(parts, fmt.Sprintf("GitRepo history %d events in %d runs", r.GitRepoHistoryEvents, r.GitRepoRuns))
+	}
+	if r.DuplicatedRevisions != nil {
+		parts = append(parts, fmt.Sprintf("killed at %.1fs, %d duplicated revisions", *r.KilledAtSeconds, *r.DuplicatedRevisions))
+	}
+	if r.DiscoveredSeconds != nil {
+		parts = append(parts, fmt.Sprintf("discovered in %.2fs", *r.DiscoveredSeconds))
+	}
+	parts = append(parts, fmt.Sprintf("CPU s worker %.1f temporal %.1f apiservers %.1f", r.WorkerCPUSeconds, r.TemporalCPUSeconds, r.APIServerCPUSeconds))
+	if r.Notes != "" {
+		parts = append(parts, r.Notes)
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,476 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	sdklog "go.temporal.io/sdk/log"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/flotilla-gitops/flotilla/fleet"
+	"github.com/flotilla-gitops/flotilla/internal/devenv"
+	"github.com/flotilla-gitops/flotilla/internal/localk8s"
+	"github.com/flotilla-gitops/flotilla/internal/proc"
+	"github.com/flotilla-gitops/flotilla/internal/tempdev"
+	"github.com/flotilla-gitops/flotilla/inventory"
+	"github.com/flotilla-gitops/flotilla/workflows"
+)
+
+// env is what every experiment shares: one etcd and a pool of real kube-apiservers (apiserver-only
+// clusters, as in Fleet's benchmark setup). Temporal and the worker are started fresh per experiment.
+type env struct {
+	cfg        Config
+	dir        string
+	k8s        *localk8s.Env
+	apiservers []string
+	scrapers   []*apiServerScraper
+	logf       func(format string, args ...any)
+}
+
+func startEnv(ctx context.Context, cfg Config, logf func(string, ...any)) (*env, error) {
+	e := &env{cfg: cfg, dir: cfg.WorkDir, logf: logf}
+	var specs []localk8s.ClusterOptions
+	for i := 0; i < cfg.APIServers; i++ {
+		name := fmt.Sprintf("api-%d", i)
+		e.apiservers = append(e.apiservers, name)
+		specs = append(specs, localk8s.ClusterOptions{Name: name})
+	}
+	start := time.Now()
+	k8s, err := localk8s.Start(ctx, localk8s.Options{Dir: filepath.Join(e.dir, "clusters"), BinDir: cfg.BinDir, Clusters: specs})
+	if err != nil {
+		return nil, err
+	}
+	e.k8s = k8s
+	for _, name := range e.apiservers {
+		s, err := newAPIServerScraper(k8s.Kubeconfig(name))
+		if err != nil {
+			_ = k8s.Stop()
+			return nil, err
+		}
+		e.scrapers = append(e.scrapers, s)
+	}
+	logf("%d kube-apiservers (one etcd) ready in %s", len(e.apiservers), time.Since(start).Round(100*time.Millisecond))
+	return e, nil
+}
+
+func (e *env) stop() {
+	if e.k8s != nil {
+		_ = e.k8s.Stop()
+	}
+}
+
+// apiServerPIDs are the kube-apiservers' and etcd's process IDs, read from the pid files localk8s writes.
+func (e *env) apiServerPIDs() (apiservers []int, etcd int) {
+	read := func(name string) int {
+		data, err := os.ReadFile(filepath.Join(e.k8s.PIDDir(), name+".pid"))
+		if err != nil {
+			return 0
+		}
+		pid, _ := strconv.Atoi(strings.SplitN(string(data), "\n", 2)[0])
+		return pid
+	}
+	for _, name := range e.apiservers {
+		apiservers = append(apiservers, read(name+"-apiserver"))
+	}
+	return apiservers, read("etcd")
+}
+
+// apiRequests sums client requests over every API server.
+func (e *env) apiRequests(ctx context.Context) (float64, error) {
+	var sum float64
+	for _, s := range e.scrapers {
+		n, err := s.requests(ctx)
+		if err != nil {
+			return 0, err
+		}
+		sum += n
+	}
+	return sum, nil
+}
+
+// benchCluster is one Flotilla cluster of an experiment: a real API server of its own, or a simulated
+// cluster confined to one namespace of a shared API server.
+type benchCluster struct {
+	Name       string
+	APIServer  int
+	Kubeconfig string
+	// Namespace confines a simulated cluster (spec.confineToNamespace); empty for a real cluster.
+	Namespace string
+}
+
+// layout places n clusters named <tag>-NNNN. Up to one per real API server they are real; beyond that
+// every cluster is simulated, spread round-robin over the API servers, each with a kubeconfig file of
+// its own (so, like a real cluster, it gets its own client, rate limiter and discovery cache in the
+// worker) and confined to namespace <nsPrefix>-<name>.
+func (e *env) layout(tag string, n int, simulate bool) ([]benchCluster, error) {
+	real := !simulate && n <= len(e.apiservers)
+	dir := filepath.Join(e.dir, "kubeconfigs", tag)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	out := make([]benchCluster, n)
+	for i := range out {
+		c := benchCluster{Name: fmt.Sprintf("%s-%04d", tag, i), APIServer: i % len(e.apiservers)}
+		backing := e.k8s.Kubeconfig(e.apiservers[c.APIServer])
+		if real {
+			c.Kubeconfig = backing
+		} else {
+			c.Namespace = c.Name
+			c.Kubeconfig = filepath.Join(dir, c.Name+".yaml")
+			if err := writeKubeconfigAs(backing, c.Kubeconfig, c.Name); err != nil {
+				return nil, err
+			}
+		}
+		out[i] = c
+	}
+	return out, nil
+}
+
+// writeKubeconfigAs copies a kubeconfig, renaming its context, cluster and user entries to name.
+func writeKubeconfigAs(src, dst, name string) error {
+	cfg, err := clientcmd.LoadFromFile(src)
+	if err != nil {
+		return err
+	}
+	ctx := cfg.Contexts[cfg.CurrentContext]
+	if ctx == nil {
+		return fmt.Errorf("%s: no current context", src)
+	}
+	c := ctx.DeepCopy()
+	c.Cluster, c.AuthInfo = name, name
+	out := clientcmdapi.NewConfig()
+	out.Contexts[name] = c
+	out.Clusters[name] = cfg.Clusters[ctx.Cluster].DeepCopy()
+	out.AuthInfos[name] = cfg.AuthInfos[ctx.AuthInfo].DeepCopy()
+	out.CurrentContext = name
+	return clientcmd.WriteToFile(*out, dst)
+}
+
+// run is one experiment's Temporal dev server and worker.
+type run struct {
+	e        *env
+	name     string
+	dir      string
+	temporal *tempdev.Server
+	worker   *proc.Process
+	client   client.Client
+	// queries counts the status queries this benchmark sent, which Temporal also counts as actions.
+	queries atomic.Int64
+	// workerCPUBefore is the CPU time of worker processes that were killed, so totals survive a restart.
+	workerCPUBefore float64
+}
+
+// startRun starts Temporal with the clusters already in the inventory, then the worker, and waits until
+// the worker polls. Starting the inventory with its content is what continue-as-new does; it spares
+// the benchmark a thousand updates that are not what it measures.
+func (e *env) startRun(ctx context.Context, name string, clusters []benchCluster, labels map[string]string) (*run, error) {
+	r := &run{e: e, name: name, dir: filepath.Join(e.dir, "runs", name)}
+	tmp, err := tempdev.Start(ctx, tempdev.Options{Bin: filepath.Join(e.cfg.BinDir, "temporal"), Dir: filepath.Join(r.dir, "temporal"),
+		Headless: true, SearchAttributes: workflows.SearchAttributes, LogFile: filepath.Join(r.dir, "temporal.log"),
+		DynamicConfig: e.cfg.TemporalDynamicConfig})
+	if err != nil {
+		return nil, err
+	}
+	r.temporal = tmp
+	c, err := client.Dial(client.Options{HostPort: tmp.Address(), Logger: sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))})
+	if err != nil {
+		r.stop()
+		return nil, err
+	}
+	r.client = c
+	inv := inventory.Inventory{}
+	for _, bc := range clusters {
+		inv.UpsertCluster(fleet.Cluster{
+			Metadata: fleet.ObjectMeta{Name: bc.Name, Labels: labels},
+			Spec:     fleet.ClusterSpec{KubeConfigPath: bc.Kubeconfig, ConfineToNamespace: bc.Namespace},
+		})
+	}
+	if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: inventory.WorkflowID, TaskQueue: workflows.TaskQueue},
+		workflows.InventoryWorkflow, workflows.InventoryInput{Inventory: &inv}); err != nil {
+		r.stop()
+		return nil, fmt.Errorf("starting the inventory with %d clusters: %w", len(clusters), err)
+	}
+	if err := r.startWorker(ctx); err != nil {
+		r.stop()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *run) startWorker(ctx context.Context) error {
+	w, err := devenv.StartWorker(devenv.WorkerOptions{Bin: r.e.cfg.BinDir, Address: r.temporal.Address(),
+		CacheDir: filepath.Join(r.dir, "gitcache"), LogFile: filepath.Join(r.dir, "worker.log")})
+	if err != nil {
+		return err
+	}
+	r.worker = w
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		if r.polled(ctx, enumspb.TASK_QUEUE_TYPE_WORKFLOW) && r.polled(ctx, enumspb.TASK_QUEUE_TYPE_ACTIVITY) {
+			return nil
+		}
+		if !w.Alive() {
+			return fmt.Errorf("flotilla-worker exited at start-up:\n%s", proc.Tail(filepath.Join(r.dir, "worker.log"), 20))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return errors.New("flotilla-worker does not poll its task queue after a minute")
+}
+
+// polled reports whether a worker process of the current generation polls the task queue.
+func (r *run) polled(ctx context.Context, t enumspb.TaskQueueType) bool {
+	resp, err := r.client.DescribeTaskQueue(ctx, workflows.TaskQueue, t)
+	if err != nil {
+		return false
+	}
+	pid := fmt.Sprintf("%d@", r.worker.PID())
+	for _, p := range resp.GetPollers() {
+		if strings.HasPrefix(p.GetIdentity(), pid) {
+			return true
+		}
+	}
+	return false
+}
+
+// killWorker kills the worker as a crash would, keeping its CPU time for the totals.
+func (r *run) killWorker() error {
+	r.workerCPUBefore += cpuSeconds(r.worker.PID())
+	return r.worker.Kill()
+}
+
+func (r *run) workerCPU() float64 { return r.workerCPUBefore + cpuSeconds(r.worker.PID()) }
+
+func (r *run) stop() {
+	if r.worker != nil {
+		_ = r.worker.Stop(5 * time.Second)
+	}
+	if r.client != nil {
+		r.client.Close()
+	}
+	if r.temporal != nil {
+		_ = r.temporal.Stop()
+	}
+}
+
+// startGitRepo starts a GitRepo workflow as `flotilla apply` would.
+func (r *run) startGitRepo(ctx context.Context, in workflows.GitRepoInput) error {
+	_, err := r.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: workflows.GitRepoWorkflowID(in.Metadata.Name), TaskQueue: workflows.TaskQueue,
+	}, workflows.GitRepoWorkflowType, in)
+	return err
+}
+
+// readiness is what the GitRepo publishes in its search attributes: "ready/desired" clusters and the commit.
+type readiness struct {
+	ready, desired int
+	commit         string
+}
+
+// describe reads the GitRepo's published readiness from its latest run. It costs the worker nothing and is
+// no Temporal action: the search attributes are written in the same workflow task as the status changes.
+func (r *run) describe(ctx context.Context, gitRepo string) (readiness, error) {
+	resp, err := r.client.DescribeWorkflowExecution(ctx, workflows.GitRepoWorkflowID(gitRepo), "")
+	if err != nil {
+		return readiness{}, err
+	}
+	fields := resp.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()
+	var out readiness
+	dc := converter.GetDefaultDataConverter()
+	if p := fields["FlotillaReady"]; p != nil {
+		var s string
+		if dc.FromPayload(p, &s) == nil {
+			fmt.Sscanf(s, "%d/%d", &out.ready, &out.desired)
+		}
+	}
+	if p := fields["FlotillaCommit"]; p != nil {
+		_ = dc.FromPayload(p, &out.commit)
+	}
+	return out, nil
+}
+
+// status runs the GitRepo's status query.
+func (r *run) status(ctx context.Context, gitRepo string) (workflows.GitRepoStatus, error) {
+	r.queries.Add(1)
+	var st workflows.GitRepoStatus
+	v, err := r.client.QueryWorkflow(ctx, workflows.GitRepoWorkflowID(gitRepo), "", workflows.QueryStatus)
+	if err != nil {
+		return st, err
+	}
+	return st, v.Get(&st)
+}
+
+// waitAllReady polls until every one of n clusters reports all bundles Ready at commit, and returns when
+// that was first seen. progress, if set, is called with the ready count after each poll.
+func (r *run) waitAllReady(ctx context.Context, gitRepo string, n, bundles int, commit string, timeout time.Duration,
+	progress func(ready int) error) (time.Time, error) {
+	deadline := time.Now().Add(timeout)
+	var last readiness
+	var lastErr error
+	for time.Now().Before(deadline) {
+		rd, err := r.describe(ctx, gitRepo)
+		seen := time.Now()
+		if err == nil {
+			last = rd
+			if progress != nil {
+				if perr := progress(rd.ready); perr != nil {
+					return time.Time{}, perr
+				}
+			}
+			if rd.ready == n && rd.desired == n && rd.commit == commit {
+				// Confirm with the status every user sees, down to each bundle.
+				st, err := r.status(ctx, gitRepo)
+				if err == nil && st.ReadyClusters == n && st.DesiredReadyClusters == n && st.Summary.Ready == n*bundles && st.Commit == commit {
+					return seen, nil
+				}
+				lastErr = err
+			}
+		} else {
+			lastErr = err
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	msg := fmt.Sprintf("gitrepo %s: %d/%d clusters ready (commit %.12s) after %s", gitRepo, last.ready, n, last.commit, timeout)
+	if st, err := r.status(ctx, gitRepo); err == nil {
+		msg += ": " + truncate(st.Message, 600)
+	}
+	if lastErr != nil {
+		msg += fmt.Sprintf(" (last error: %v)", lastErr)
+	}
+	return time.Time{}, errors.New(msg)
+}
+
+// historyEvents sums the history length of every run of a workflow ID and counts the runs.
+func (r *run) historyEvents(ctx context.Context, workflowID string) (events int64, runs int, err error) {
+	query := fmt.Sprintf("WorkflowId = '%s'", workflowID)
+	var token []byte
+	for {
+		resp, err := r.client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, NextPageToken: token})
+		if err != nil {
+			return 0, 0, err
+		}
+		for _, ex := range resp.GetExecutions() {
+			events += ex.GetHistoryLength()
+			runs++
+		}
+		if token = resp.GetNextPageToken(); len(token) == 0 {
+			return events, runs, nil
+		}
+	}
+}
+
+// snapshot is every counter at one moment.
+type snapshot struct {
+	at                            time.Time
+	apiRequests, actions          float64
+	queries                       int64
+	worker, temporal, kube, etcd  float64
+	bench                         float64
+	workerPeakMB, workerCurrentMB float64
+}
+
+func (r *run) snapshot(ctx context.Context) (snapshot, error) {
+	s := snapshot{at: time.Now(), queries: r.queries.Load()}
+	var err error
+	if s.apiRequests, err = r.e.apiRequests(ctx); err != nil {
+		return s, fmt.Errorf("reading API server metrics: %w", err)
+	}
+	if r.temporal != nil {
+		if s.actions, err = temporalActions(ctx, r.temporal.MetricsURL(), "default"); err != nil {
+			return s, fmt.Errorf("reading Temporal metrics: %w", err)
+		}
+		s.temporal = cpuSeconds(r.temporal.PID())
+	}
+	if r.worker != nil {
+		s.worker = r.workerCPU()
+		s.workerPeakMB, s.workerCurrentMB = memoryMB(r.worker.PID())
+	}
+	apis, etcd := r.e.apiServerPIDs()
+	for _, pid := range apis {
+		s.kube += cpuSeconds(pid)
+	}
+	s.etcd = cpuSeconds(etcd)
+	s.bench = cpuSeconds(os.Getpid())
+	return s, nil
+}
+
+// delta is what happened between two snapshots.
+type delta struct {
+	seconds                             float64
+	apiRequests, actions                float64
+	worker, temporal, kube, etcd, bench float64
+}
+
+func diff(a, b snapshot) delta {
+	return delta{
+		seconds:     b.at.Sub(a.at).Seconds(),
+		apiRequests: b.apiRequests - a.apiRequests,
+		// The benchmark's own status queries are actions too; they are not Flotilla's.
+		actions:  b.actions - a.actions - float64(b.queries-a.queries),
+		worker:   b.worker - a.worker,
+		temporal: b.temporal - a.temporal,
+		kube:     b.kube - a.kube,
+		etcd:     b.etcd - a.etcd,
+		bench:    b.bench - a.bench,
+	}
+}
+
+// envSnapshot reads the counters that exist without Temporal (the direct baseline's phase).
+func (e *env) snapshot(ctx context.Context) (snapshot, error) {
+	r := &run{e: e}
+	return r.snapshot(ctx)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// writeTimeline writes a workflow's history as one line per event (offset from its start, event type,
+// activity or signal name) to <run dir>/timeline-<id>.txt, for finding where the time goes.
+func (r *run) writeTimeline(ctx context.Context, workflowID string) error {
+	it := r.client.GetWorkflowHistory(ctx, workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	var b strings.Builder
+	var start time.Time
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			return err
+		}
+		t := ev.GetEventTime().AsTime()
+		if start.IsZero() {
+			start = t
+		}
+		what := ""
+		switch {
+		case ev.GetActivityTaskScheduledEventAttributes() != nil:
+			what = ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName()
+		case ev.GetWorkflowExecutionSignaledEventAttributes() != nil:
+			what = ev.GetWorkflowExecutionSignaledEventAttributes().GetSignalName()
+		case ev.GetTimerStartedEventAttributes() != nil:
+			what = ev.GetTimerStartedEventAttributes().GetStartToFireTimeout().AsDuration().String()
+		}
+		fmt.Fprintf(&b, "%8.3f %4d %s %s\n", t.Sub(start).Seconds(), ev.GetEventId(), strings.TrimPrefix(ev.GetEventType().String(), "EVENT_TYPE_"), what)
+	}
+	name := strings.NewReplacer("/", "_").Replace(workflowID)
+	return os.WriteFile(filepath.Join(r.dir, "timeline-"+name+".txt"), []byte(b.String()), 0o644)
+}
