@@ -46,6 +46,9 @@ func run() error {
 		}
 		defer os.RemoveAll(tmp)
 		dir = tmp
+	} else if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		// Clusters and Temporal would start on an earlier run's state, and every measurement would be wrong.
+		return fmt.Errorf("--workdir %s is not empty: remove it or name a new folder", dir)
 	}
 	var names []string
 	for _, n := range strings.Split(*experiments, ",") {
