@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"time"
 
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -308,6 +310,11 @@ func (r *run) activityCompletion(ctx context.Context, workflowID, activityType s
 		if a := ev.GetActivityTaskCompletedEventAttributes(); a != nil && scheduled[a.GetScheduledEventId()] == activityType {
 			return start, ev.GetEventTime().AsTime(), nil
 		}
+		// A local activity (Observe is one) leaves a marker, recorded when its workflow task completed.
+		if m := ev.GetMarkerRecordedEventAttributes(); m != nil && m.GetMarkerName() == "LocalActivity" && m.GetFailure() == nil &&
+			localActivityType(m.GetDetails()["data"]) == activityType {
+			return start, ev.GetEventTime().AsTime(), nil
+		}
 	}
 	return start, time.Time{}, fmt.Errorf("%s: no completed %s activity", workflowID, activityType)
 }
@@ -365,4 +372,15 @@ func profileWorker(path string, d time.Duration) {
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
 	_ = os.WriteFile(path, data, 0o644)
+}
+
+// localActivityType reads the activity type from a local activity marker's data.
+func localActivityType(data *commonpb.Payloads) string {
+	for _, p := range data.GetPayloads() {
+		var d struct{ ActivityType string }
+		if json.Unmarshal(p.GetData(), &d) == nil && d.ActivityType != "" {
+			return d.ActivityType
+		}
+	}
+	return ""
 }

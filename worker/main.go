@@ -86,8 +86,15 @@ func run() error {
 	}
 
 	w := worker.New(c, *taskQueue, worker.Options{
-		MaxConcurrentActivityExecutionSize:     *maxActivities,
-		MaxConcurrentWorkflowTaskExecutionSize: 100,
+		MaxConcurrentActivityExecutionSize: *maxActivities,
+		// Observe runs as a local activity; it shares the bound of the other cluster calls so that a
+		// thousand due checks do not open a thousand API calls at once.
+		MaxConcurrentLocalActivityExecutionSize: *maxActivities,
+		MaxConcurrentWorkflowTaskExecutionSize:  100,
+		// The GitRepo workflow folds a thousand clusters' reports in one pass, a few milliseconds of CPU;
+		// on two busy cores, with garbage collection assisting, a pass has taken over the SDK's default 1 s
+		// and was failed as a deadlock (docs/performance.md). A real deadlock is still caught.
+		DeadlockDetectionTimeout: 5 * time.Second,
 	})
 	w.RegisterWorkflow(workflows.GitRepoWorkflow)
 	w.RegisterWorkflow(workflows.ClusterWorkflow)

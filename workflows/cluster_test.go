@@ -142,7 +142,7 @@ func TestClusterWorkflowRetriesASlowFailedApplyAfterItsBackoff(t *testing.T) {
 	var a *activities.Activities
 	env.OnActivity(a.Observe, mock.Anything, mock.Anything).Return(deployed(""), nil)
 	var applied []time.Time
-	env.OnActivity(a.Apply, mock.Anything, mock.Anything).After(90*time.Second).Return(
+	env.OnActivity(a.Apply, mock.Anything, mock.Anything).After(90 * time.Second).Return(
 		func(_ context.Context, _ activities.ApplyInput) (activities.ApplyResult, error) {
 			applied = append(applied, env.Now())
 			if len(applied) == 1 {

@@ -94,6 +94,10 @@ type gitRepoRun struct {
 	polls         int64
 	pending       int
 	startsThisRun int
+	// The loop's wake-up timer, kept across passes while its time does not change.
+	timer       workflow.Future
+	timerAt     time.Time
+	timerCancel workflow.CancelFunc
 }
 
 var gitRepoName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
@@ -258,6 +262,7 @@ func (g *gitRepoRun) loop(ctx workflow.Context) error {
 	resumeCh := workflow.GetSignalChannel(ctx, SignalResume)
 	deleteCh := workflow.GetSignalChannel(ctx, SignalDelete)
 	reportCh := workflow.GetSignalChannel(ctx, SignalClusterReport)
+	keepTimer := workflow.GetVersion(ctx, keepWakeTimer, workflow.DefaultVersion, 1) == 1
 	for {
 		now := workflow.Now(ctx)
 		resyncDue := !now.Before(g.carry.LastResync.Add(g.resyncInterval()))
@@ -288,10 +293,9 @@ func (g *gitRepoRun) loop(ctx workflow.Context) error {
 				wake = d.At.Add(AckTimeout)
 			}
 		}
-		timerCtx, cancelTimer := workflow.WithCancel(ctx)
-		timer := workflow.NewTimer(timerCtx, wake.Sub(workflow.Now(ctx)))
+		timer := g.wakeAt(ctx, wake, keepTimer)
 		sel := workflow.NewSelector(ctx)
-		sel.AddFuture(timer, func(workflow.Future) {})
+		sel.AddFuture(timer, func(workflow.Future) { g.timer = nil })
 		g.addSignalHandlers(ctx, sel, syncCh, specCh, pauseCh, resumeCh, deleteCh, reportCh)
 		sel.AddReceive(g.wake, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
 		sel.AddReceive(g.events, func(c workflow.ReceiveChannel, _ bool) {
@@ -300,7 +304,9 @@ func (g *gitRepoRun) loop(ctx workflow.Context) error {
 			g.handleEvent(ev)
 		})
 		sel.Select(ctx)
-		cancelTimer()
+		if !keepTimer {
+			g.cancelTimer()
+		}
 		// Take everything already waiting before deciding again, so bursts of reports cost one pass.
 		for sel.HasPending() {
 			sel.Select(ctx)
@@ -320,6 +326,29 @@ func (g *gitRepoRun) loop(ctx workflow.Context) error {
 			}
 		}
 	}
+}
+
+// keepWakeTimer is the version from which the loop keeps its timer while the wake-up time stays the same.
+// Before, every pass (every batch of cluster reports) started a timer and cancelled it: two commands and
+// two history events a pass, a fifth of the GitRepo's history in a 1,000-cluster rollout.
+const keepWakeTimer = "gitrepo-keep-wake-timer"
+
+// wakeAt returns a timer that fires at wake, reusing the running one when it is due at the same moment.
+func (g *gitRepoRun) wakeAt(ctx workflow.Context, wake time.Time, keep bool) workflow.Future {
+	if keep && g.timer != nil && g.timerAt.Equal(wake) {
+		return g.timer
+	}
+	g.cancelTimer()
+	timerCtx, cancel := workflow.WithCancel(ctx)
+	g.timer, g.timerAt, g.timerCancel = workflow.NewTimer(timerCtx, wake.Sub(workflow.Now(ctx))), wake, cancel
+	return g.timer
+}
+
+func (g *gitRepoRun) cancelTimer() {
+	if g.timerCancel != nil {
+		g.timerCancel()
+	}
+	g.timer, g.timerCancel = nil, nil
 }
 
 func (g *gitRepoRun) addSignalHandlers(ctx workflow.Context, sel workflow.Selector, syncCh, specCh, pauseCh, resumeCh, deleteCh, reportCh workflow.ReceiveChannel) {

@@ -89,17 +89,30 @@ func InventoryWorkflow(ctx workflow.Context, in InventoryInput) error {
 	}
 }
 
-// publishInventory shows the inventory in the Web UI: a memo per cluster and a readable table.
+// The memo is rewritten on every inventory change, so it stays small: the first clusters and the count.
+// At a thousand clusters a memo of every name was 23 KB a write, over the SDK's 2 KB warning.
+const (
+	inventoryMemoClusters = 50
+	inventoryDetailRows   = 200
+)
+
+// publishInventory shows the inventory in the Web UI: a memo of the first clusters and a readable table.
 func publishInventory(ctx workflow.Context, inv inventory.Inventory) {
 	clusters := map[string]any{}
 	var b strings.Builder
 	b.WriteString(fmt.Sprintf("**%d clusters, %d groups** (generation %d)\n\n| cluster | labels | kubeconfig |\n|---|---|---|\n",
 		len(inv.Clusters), len(inv.Groups), inv.Generation))
-	for _, c := range inv.Clusters {
-		clusters[c.Metadata.Name] = labelString(c.Metadata.Labels)
+	for i, c := range inv.Clusters {
+		if i < inventoryMemoClusters {
+			clusters[c.Metadata.Name] = labelString(c.Metadata.Labels)
+		}
+		if i == inventoryDetailRows {
+			b.WriteString(fmt.Sprintf("| … | %d more: `flotilla cluster list` shows them all | |\n", len(inv.Clusters)-i))
+			break
+		}
 		b.WriteString(fmt.Sprintf("| %s | %s | %s |\n", c.Metadata.Name, labelString(c.Metadata.Labels), c.Spec.KubeConfigPath))
 	}
-	_ = workflow.UpsertMemo(ctx, map[string]any{"clusters": clusters, "generation": inv.Generation})
+	_ = workflow.UpsertMemo(ctx, map[string]any{"clusters": clusters, "clusterCount": len(inv.Clusters), "generation": inv.Generation})
 	workflow.SetCurrentDetails(ctx, b.String())
 }
 

@@ -126,7 +126,8 @@ func manifests(root string, b *bundle.Bundle, opts fleet.BundleDeploymentOptions
 			out.Write(d)
 		}
 	}
-	return out.Bytes(), nil
+	// The rendering is kept (render cache, release) for as long as the cluster is managed: no slack.
+	return bytes.Clone(out.Bytes()), nil
 }
 
 func mergePatch(base, patch []byte) ([]byte, error) {
