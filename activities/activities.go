@@ -165,7 +165,7 @@ func (a *Activities) observe(ctx context.Context, h *clusterHandle, t ClusterTar
 
 func (a *Activities) observeBundle(ctx context.Context, h *clusterHandle, t ClusterTarget, ref BundleRef, resources bool) (BundleObservation, error) {
 	o := BundleObservation{Bundle: ref.Name}
-	rel, err := a.render(h, t, ref)
+	rel, err := a.render(h, t, ref, false)
 	if err != nil {
 		o.Error, o.ErrorType = err.Error(), renderErrorType(err)
 		return o, nil
@@ -223,7 +223,7 @@ func (a *Activities) Apply(ctx context.Context, in ApplyInput) (ApplyResult, err
 func (a *Activities) applyBundle(ctx context.Context, h *clusterHandle, t ClusterTarget, ref BundleRef, act BundleAction) (BundleApplyResult, error) {
 	out := BundleApplyResult{Bundle: act.Bundle}
 	log := a.logger().With(zap.String("cluster", t.Cluster), zap.String("bundle", act.Bundle), zap.String("action", act.Action))
-	rel, err := a.render(h, t, ref)
+	rel, err := a.render(h, t, ref, true)
 	if err != nil {
 		out.Error, out.ErrorType = err.Error(), renderErrorType(err)
 		return out, nil

@@ -85,8 +85,11 @@ func (a *Activities) inventoryFor(ctx context.Context, t ClusterTarget) (invento
 	return inv, nil
 }
 
-// renderCache keeps the last rendering of each (commit, bundle, cluster entry): idle checks and the
-// observe-then-apply pair render once, and a changed cluster entry or commit misses the cache.
+// renderCache keeps what checks need of the last rendering of each (commit, bundle, cluster entry):
+// release name, namespace, deployment ID and options, without the chart and values. Idle checks render
+// once, a changed cluster entry or commit misses the cache, and an apply renders afresh: applies are rare,
+// and holding every cluster's chart (100 KB for a bundle of ten 10 KB ConfigMaps) was a tenth of the
+// worker's memory at 1,000 clusters.
 type renderCache struct {
 	mu      sync.Mutex
 	entries map[string]renderEntry
@@ -99,18 +102,22 @@ type renderEntry struct {
 
 const renderCacheSize = 4096
 
-func (a *Activities) render(h *clusterHandle, t ClusterTarget, ref BundleRef) (*render.Release, error) {
+// render renders a bundle for a cluster. forApply asks for the chart and values too; otherwise the result
+// may come from the cache and carry neither.
+func (a *Activities) render(h *clusterHandle, t ClusterTarget, ref BundleRef, forApply bool) (*render.Release, error) {
 	key := strings.Join([]string{h.dir, ref.Path, ref.Name, t.GitRepo, h.info.Name, h.digest, h.info.ConfineToNamespace,
 		t.Options.TargetNamespace, fmt.Sprint(t.Options.KeepResources, t.Options.ForceSyncGeneration)}, "\x00")
 	c := &a.renders
-	c.mu.Lock()
-	if e, ok := c.entries[key]; ok {
-		e.used = time.Now()
-		c.entries[key] = e
+	if !forApply {
+		c.mu.Lock()
+		if e, ok := c.entries[key]; ok {
+			e.used = time.Now()
+			c.entries[key] = e
+			c.mu.Unlock()
+			return e.rel, nil
+		}
 		c.mu.Unlock()
-		return e.rel, nil
 	}
-	c.mu.Unlock()
 	b, err := bundle.Load(h.dir, bundle.Ref{Name: ref.Name, Path: ref.Path})
 	if err != nil {
 		return nil, fmt.Errorf("bundle %q: %w", ref.Name, err)
@@ -130,7 +137,9 @@ func (a *Activities) render(h *clusterHandle, t ClusterTarget, ref BundleRef) (*
 	if len(c.entries) >= renderCacheSize {
 		c.evictOldest()
 	}
-	c.entries[key] = renderEntry{rel: rel, used: time.Now()}
+	light := *rel
+	light.Chart, light.Values, light.PostRenderer = nil, nil, nil
+	c.entries[key] = renderEntry{rel: &light, used: time.Now()}
 	return rel, nil
 }
 
