@@ -86,8 +86,16 @@ func ClusterWorkflow(ctx workflow.Context, in ClusterWorkflowInput) error {
 	}); err != nil {
 		return err
 	}
-	_ = workflow.UpsertTypedSearchAttributes(ctx,
-		SearchGitRepo.ValueSet(in.Target.GitRepo), SearchCluster.ValueSet(in.Target.Cluster))
+	// The GitRepo starts its children with these attributes and continue-as-new keeps them; upserting them
+	// again cost a visibility write per cluster. Histories from before the change upserted unconditionally.
+	sa := workflow.GetTypedSearchAttributes(ctx)
+	repo, _ := sa.GetKeyword(SearchGitRepo)
+	cluster, _ := sa.GetKeyword(SearchCluster)
+	if workflow.GetVersion(ctx, clusterLoop2, workflow.DefaultVersion, 1) == workflow.DefaultVersion ||
+		repo != in.Target.GitRepo || cluster != in.Target.Cluster {
+		_ = workflow.UpsertTypedSearchAttributes(ctx,
+			SearchGitRepo.ValueSet(in.Target.GitRepo), SearchCluster.ValueSet(in.Target.Cluster))
+	}
 	return r.loop(ctx)
 }
 
@@ -341,8 +349,9 @@ func errorMessage(err error) string {
 	return err.Error()
 }
 
-// observeLocally is the version from which Observe runs as a local activity.
-const observeLocally = "observe-local-activity"
+// clusterLoop2 is the version from which Observe runs as a local activity and a child started with its
+// search attributes does not upsert them again.
+const clusterLoop2 = "cluster-loop-2"
 
 // observe runs the Observe activity. It is a local activity: a read of a few objects that takes well under
 // a second, where a scheduled activity costs a task round trip through the server and one more workflow
@@ -353,7 +362,7 @@ func (r *clusterRun) observe(ctx workflow.Context) (activities.Observation, erro
 	in := activities.ObserveInput{Target: r.in.Target, Resources: true}
 	retry := &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 2}
 	var obs activities.Observation
-	if workflow.GetVersion(ctx, observeLocally, workflow.DefaultVersion, 1) == 1 {
+	if workflow.GetVersion(ctx, clusterLoop2, workflow.DefaultVersion, 1) == 1 {
 		lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 			ScheduleToCloseTimeout: 2 * observeTimeout,
 			StartToCloseTimeout:    observeTimeout,

@@ -98,6 +98,10 @@ type gitRepoRun struct {
 	timer       workflow.Future
 	timerAt     time.Time
 	timerCancel workflow.CancelFunc
+	// What was last published and when, and when held-back progress is due (zero: nothing held back).
+	publishedAt  time.Time
+	publishedKey string
+	publishDue   time.Time
 }
 
 var gitRepoName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
@@ -262,7 +266,7 @@ func (g *gitRepoRun) loop(ctx workflow.Context) error {
 	resumeCh := workflow.GetSignalChannel(ctx, SignalResume)
 	deleteCh := workflow.GetSignalChannel(ctx, SignalDelete)
 	reportCh := workflow.GetSignalChannel(ctx, SignalClusterReport)
-	keepTimer := workflow.GetVersion(ctx, keepWakeTimer, workflow.DefaultVersion, 1) == 1
+	loop2 := workflow.GetVersion(ctx, gitRepoLoop2, workflow.DefaultVersion, 1) == 1
 	for {
 		now := workflow.Now(ctx)
 		resyncDue := !now.Before(g.carry.LastResync.Add(g.resyncInterval()))
@@ -279,7 +283,11 @@ func (g *gitRepoRun) loop(ctx workflow.Context) error {
 			return g.deleteEverywhere(ctx, reportCh)
 		}
 		g.deliver(ctx)
-		g.publish(ctx)
+		if loop2 {
+			g.publishPaced(ctx)
+		} else {
+			g.publish(ctx)
+		}
 
 		wake := g.nextPoll
 		if g.spec.Spec.DisablePolling || wake.IsZero() {
@@ -293,7 +301,10 @@ func (g *gitRepoRun) loop(ctx workflow.Context) error {
 				wake = d.At.Add(AckTimeout)
 			}
 		}
-		timer := g.wakeAt(ctx, wake, keepTimer)
+		if !g.publishDue.IsZero() && g.publishDue.Before(wake) {
+			wake = g.publishDue
+		}
+		timer := g.wakeAt(ctx, wake, loop2)
 		sel := workflow.NewSelector(ctx)
 		sel.AddFuture(timer, func(workflow.Future) { g.timer = nil })
 		g.addSignalHandlers(ctx, sel, syncCh, specCh, pauseCh, resumeCh, deleteCh, reportCh)
@@ -304,7 +315,7 @@ func (g *gitRepoRun) loop(ctx workflow.Context) error {
 			g.handleEvent(ev)
 		})
 		sel.Select(ctx)
-		if !keepTimer {
+		if !loop2 {
 			g.cancelTimer()
 		}
 		// Take everything already waiting before deciding again, so bursts of reports cost one pass.
@@ -328,10 +339,16 @@ func (g *gitRepoRun) loop(ctx workflow.Context) error {
 	}
 }
 
-// keepWakeTimer is the version from which the loop keeps its timer while the wake-up time stays the same.
-// Before, every pass (every batch of cluster reports) started a timer and cancelled it: two commands and
-// two history events a pass, a fifth of the GitRepo's history in a 1,000-cluster rollout.
-const keepWakeTimer = "gitrepo-keep-wake-timer"
+// gitRepoLoop2 is the version from which the loop keeps its timer while the wake-up time stays the same
+// and paces what it publishes. Before, every pass (every batch of cluster reports) started a timer and
+// cancelled it, and upserted the memo and search attributes when the ready count moved: four commands and
+// as many history events a pass, a third of the GitRepo's history in a 1,000-cluster rollout.
+const gitRepoLoop2 = "gitrepo-loop-2"
+
+// publishEvery paces the Web UI's view of a rollout in progress: the ready count moves at most this often.
+// The status query is always live, and a change of state, commit or error, or the last cluster becoming
+// Ready, is published at once.
+const publishEvery = 2 * time.Second
 
 // wakeAt returns a timer that fires at wake, reusing the running one when it is due at the same moment.
 func (g *gitRepoRun) wakeAt(ctx workflow.Context, wake time.Time, keep bool) workflow.Future {
@@ -758,13 +775,32 @@ func (g *gitRepoRun) clusterView(pc activities.PlannedCluster) ClusterStatus {
 
 // publish mirrors the status in the memo, search attributes and current details, only when it changed.
 func (g *gitRepoRun) publish(ctx workflow.Context) {
+	g.publishStatus(ctx, false)
+}
+
+// publishPaced publishes a change of state, commit or error at once, and a rollout's progress at most
+// every publishEvery; the loop wakes at publishDue for what is held back.
+func (g *gitRepoRun) publishPaced(ctx workflow.Context) {
+	g.publishStatus(ctx, true)
+}
+
+func (g *gitRepoRun) publishStatus(ctx workflow.Context, paced bool) {
 	st := g.view()
 	ready := fmt.Sprintf("%d/%d", st.ReadyClusters, st.DesiredReadyClusters)
 	hasError := st.Summary.ErrApplied > 0 || st.Error != ""
 	fp := strings.Join([]string{st.State, ready, st.Commit, st.Message, fmt.Sprint(hasError)}, "|")
 	if fp == g.carry.Published {
+		g.publishDue = time.Time{}
 		return
 	}
+	now := workflow.Now(ctx)
+	key := strings.Join([]string{st.State, st.Commit, fmt.Sprint(hasError)}, "|")
+	urgent := key != g.publishedKey || st.ReadyClusters == st.DesiredReadyClusters
+	if paced && !urgent && now.Before(g.publishedAt.Add(publishEvery)) {
+		g.publishDue = g.publishedAt.Add(publishEvery)
+		return
+	}
+	g.publishDue, g.publishedAt, g.publishedKey = time.Time{}, now, key
 	g.carry.Published = fp
 	_ = workflow.UpsertTypedSearchAttributes(ctx,
 		SearchState.ValueSet(st.State), SearchReady.ValueSet(ready), SearchCommit.ValueSet(st.Commit),
