@@ -87,8 +87,8 @@ func run() error {
 
 	w := worker.New(c, *taskQueue, worker.Options{
 		MaxConcurrentActivityExecutionSize: *maxActivities,
-		// Observe runs as a local activity; it shares the bound of the other cluster calls so that a
-		// thousand due checks do not open a thousand API calls at once.
+		// Observe runs as a local activity, in a pool of its own with the same bound as activities, so that
+		// a thousand due checks do not open a thousand API calls at once.
 		MaxConcurrentLocalActivityExecutionSize: *maxActivities,
 		MaxConcurrentWorkflowTaskExecutionSize:  100,
 		// The GitRepo workflow folds a thousand clusters' reports in one pass, a few milliseconds of CPU;
