@@ -19,6 +19,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/agentclient"
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/fleet/bundle"
+	"github.com/flotilla-gitops/flotilla/fleet/render"
 	"github.com/flotilla-gitops/flotilla/fleet/target"
 	"github.com/flotilla-gitops/flotilla/internal/gitcache"
 	"github.com/flotilla-gitops/flotilla/internal/parallel"
@@ -151,7 +152,7 @@ func (a *Activities) Observe(ctx context.Context, in ObserveInput) (Observation,
 
 func (a *Activities) observe(ctx context.Context, h *clusterHandle, t ClusterTarget, resources bool) (Observation, error) {
 	obs := Observation{Bundles: make([]BundleObservation, len(t.Bundles))}
-	err := a.forEach(ctx, len(t.Bundles), func(i int) error {
+	err := a.forEach(len(t.Bundles), func(i int) error {
 		o, err := a.observeBundle(ctx, h, t, t.Bundles[i], resources)
 		obs.Bundles[i] = o
 		return err
@@ -203,7 +204,7 @@ func (a *Activities) Apply(ctx context.Context, in ApplyInput) (ApplyResult, err
 	for _, r := range in.Target.Bundles {
 		refs[r.Name] = r
 	}
-	err = a.forEach(ctx, len(in.Actions), func(i int) error {
+	err = a.forEach(len(in.Actions), func(i int) error {
 		r, err := a.applyBundle(ctx, h, in.Target, refs[in.Actions[i].Bundle], in.Actions[i])
 		res.Bundles[i] = r
 		return err
@@ -262,25 +263,7 @@ func (a *Activities) applyBundle(ctx context.Context, h *clusterHandle, t Cluste
 		out.Revision = rev
 		return out, nil
 	}
-	req := agentclient.ApplyRequest{
-		Name: rel.Name, Namespace: rel.Namespace, Chart: rel.Chart, Values: rel.Values, PostRenderer: rel.PostRenderer,
-		Labels: map[string]string{
-			LabelDeploymentID: rel.DeploymentID, LabelGitRepo: t.GitRepo, LabelBundle: rel.Bundle,
-			LabelCluster: t.Cluster, LabelCommit: shortSHA(t.Commit),
-		},
-		CreateNamespace: true,
-		MaxHistory:      maxHistory(rel.Options),
-		Description:     fmt.Sprintf("flotilla: gitrepo %s commit %s", t.GitRepo, shortSHA(t.Commit)),
-	}
-	if hopts := rel.Options.Helm; hopts != nil {
-		req.Force, req.TakeOwnership, req.Atomic, req.WaitForJobs = hopts.Force, hopts.TakeOwnership, hopts.Atomic, hopts.WaitForJobs
-		if hopts.TimeoutSeconds > 0 {
-			req.Timeout, req.Wait = time.Duration(hopts.TimeoutSeconds)*time.Second, true
-		}
-	}
-	if cd := rel.Options.CorrectDrift; cd != nil && cd.Force {
-		req.Force = true
-	}
+	req := ApplyRequestFor(rel, t.GitRepo, t.Cluster, t.Commit)
 	var r agentclient.ApplyResult
 	if st.Exists {
 		r, err = h.client.Upgrade(ctx, req)
@@ -293,6 +276,32 @@ func (a *Activities) applyBundle(ctx context.Context, h *clusterHandle, t Cluste
 	log.Info("release applied", zap.String("release", rel.Name), zap.Int("revision", r.Revision))
 	out.Revision = r.Revision
 	return out, nil
+}
+
+// ApplyRequestFor is the Helm install or upgrade Apply makes for a rendered bundle: the release labels that
+// record its deployment ID and origin, and the bundle's Helm options. The benchmark's direct baseline makes
+// the very same call.
+func ApplyRequestFor(rel *render.Release, gitRepo, cluster, commit string) agentclient.ApplyRequest {
+	req := agentclient.ApplyRequest{
+		Name: rel.Name, Namespace: rel.Namespace, Chart: rel.Chart, Values: rel.Values, PostRenderer: rel.PostRenderer,
+		Labels: map[string]string{
+			LabelDeploymentID: rel.DeploymentID, LabelGitRepo: gitRepo, LabelBundle: rel.Bundle,
+			LabelCluster: cluster, LabelCommit: shortSHA(commit),
+		},
+		CreateNamespace: true,
+		MaxHistory:      maxHistory(rel.Options),
+		Description:     fmt.Sprintf("flotilla: gitrepo %s commit %s", gitRepo, shortSHA(commit)),
+	}
+	if hopts := rel.Options.Helm; hopts != nil {
+		req.Force, req.TakeOwnership, req.Atomic, req.WaitForJobs = hopts.Force, hopts.TakeOwnership, hopts.Atomic, hopts.WaitForJobs
+		if hopts.TimeoutSeconds > 0 {
+			req.Timeout, req.Wait = time.Duration(hopts.TimeoutSeconds)*time.Second, true
+		}
+	}
+	if cd := rel.Options.CorrectDrift; cd != nil && cd.Force {
+		req.Force = true
+	}
+	return req
 }
 
 func checkOptions(o fleet.BundleDeploymentOptions) agentclient.CheckOptions {
@@ -420,7 +429,7 @@ func (a *Activities) clusterError(cluster string, err error) error {
 	return temporal.NewApplicationError(fmt.Sprintf("cluster %q: %v", cluster, err), ErrTypeApply)
 }
 
-func (a *Activities) forEach(_ context.Context, n int, fn func(i int) error) error {
+func (a *Activities) forEach(n int, fn func(i int) error) error {
 	limit := a.BundleConcurrency
 	if limit <= 0 {
 		limit = 8

@@ -13,14 +13,7 @@ import (
 // The usual sequence is: a check renders, an apply follows, then checks only. The chart is rendered once
 // for the pair, and not kept once it is used.
 func TestRenderCacheKeepsTheChartForOneApplyOnly(t *testing.T) {
-	root := t.TempDir()
-	require.NoError(t, os.MkdirAll(filepath.Join(root, "web"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(root, "web", "cm.yaml"),
-		[]byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n  a: b\n"), 0o644))
-	a := &Activities{}
-	h := &clusterHandle{info: fleet.ClusterInfo{Name: "edge-1", Namespace: fleet.DefaultNamespace}, dir: root, digest: "d1"}
-	target := ClusterTarget{GitRepo: "shop", Cluster: "edge-1", Commit: "0123456789abcdef0123"}
-	ref := BundleRef{Name: "web", Path: "web"}
+	a, h, target, ref := oneBundleRepo(t)
 
 	checked, err := a.render(h, target, ref, false)
 	require.NoError(t, err)
@@ -43,14 +36,7 @@ func TestRenderCacheKeepsTheChartForOneApplyOnly(t *testing.T) {
 
 // After a restart a check renders and nothing is applied: the chart is dropped at the next check.
 func TestRenderCacheDropsAnUnusedChartAtTheNextCheck(t *testing.T) {
-	root := t.TempDir()
-	require.NoError(t, os.MkdirAll(filepath.Join(root, "web"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(root, "web", "cm.yaml"),
-		[]byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n"), 0o644))
-	a := &Activities{}
-	h := &clusterHandle{info: fleet.ClusterInfo{Name: "edge-1", Namespace: fleet.DefaultNamespace}, dir: root, digest: "d1"}
-	target := ClusterTarget{GitRepo: "shop", Cluster: "edge-1", Commit: "0123456789abcdef0123"}
-	ref := BundleRef{Name: "web", Path: "web"}
+	a, h, target, ref := oneBundleRepo(t)
 
 	_, err := a.render(h, target, ref, false)
 	require.NoError(t, err)
@@ -59,4 +45,15 @@ func TestRenderCacheDropsAnUnusedChartAtTheNextCheck(t *testing.T) {
 	third, err := a.render(h, target, ref, false)
 	require.NoError(t, err)
 	require.Nil(t, third.Chart)
+}
+
+// oneBundleRepo is a checkout holding one bundle of one ConfigMap, and a cluster to render it for.
+func oneBundleRepo(t *testing.T) (*Activities, *clusterHandle, ClusterTarget, BundleRef) {
+	root := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "web"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "web", "cm.yaml"),
+		[]byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n  a: b\n"), 0o644))
+	h := &clusterHandle{info: fleet.ClusterInfo{Name: "edge-1", Namespace: fleet.DefaultNamespace}, dir: root, digest: "d1"}
+	return &Activities{}, h, ClusterTarget{GitRepo: "shop", Cluster: "edge-1", Commit: "0123456789abcdef0123"},
+		BundleRef{Name: "web", Path: "web"}
 }

@@ -2,6 +2,7 @@ package agentclient
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"strconv"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/kube"
+	"k8s.io/apimachinery/pkg/version"
 )
 
 // Helm validates manifests "strictly" through kubectl's ParamVerifyingSchema, which skips client-side
@@ -46,11 +48,13 @@ func (c *Client) skipClientValidation(ctx context.Context) bool {
 	case 2:
 		return false
 	}
-	v, err := c.clientset.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
-	if err != nil {
+	// What discovery's ServerVersion does, with the operation's context.
+	raw, err := c.clientset.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
+	var v version.Info
+	if err != nil || json.Unmarshal(raw, &v) != nil {
 		return false
 	}
-	major, minor, ok := parseVersion(string(v))
+	major, minor, ok := parseVersion(v.Major, v.Minor)
 	if !ok {
 		return false
 	}
@@ -62,22 +66,13 @@ func (c *Client) skipClientValidation(ctx context.Context) bool {
 	return false
 }
 
-// parseVersion reads "major" and "minor" from /version's JSON, which may carry a "+" suffix ("27+").
-func parseVersion(js string) (major, minor int, ok bool) {
-	field := func(name string) (int, bool) {
-		i := strings.Index(js, `"`+name+`":`)
-		if i < 0 {
-			return 0, false
-		}
-		s := strings.TrimLeft(js[i+len(name)+3:], ` "`)
-		end := 0
-		for end < len(s) && s[end] >= '0' && s[end] <= '9' {
-			end++
-		}
-		n, err := strconv.Atoi(s[:end])
+// parseVersion reads /version's major and minor, which vendors may suffix with "+" ("27+").
+func parseVersion(majorField, minorField string) (major, minor int, ok bool) {
+	number := func(s string) (int, bool) {
+		n, err := strconv.Atoi(strings.TrimSuffix(s, "+"))
 		return n, err == nil
 	}
-	major, ok1 := field("major")
-	minor, ok2 := field("minor")
+	major, ok1 := number(majorField)
+	minor, ok2 := number(minorField)
 	return major, minor, ok1 && ok2
 }

@@ -83,18 +83,9 @@ func runDirect(ctx context.Context, ds directSpec) (time.Duration, error) {
 	return time.Since(start), err
 }
 
-// install makes the same Helm call as the Apply activity for a new release.
+// install makes the Apply activity's Helm call for a new release.
 func install(ctx context.Context, cl *agentclient.Client, rel *render.Release, gitRepo, cluster, commit string) error {
-	_, err := cl.Install(ctx, agentclient.ApplyRequest{
-		Name: rel.Name, Namespace: rel.Namespace, Chart: rel.Chart, Values: rel.Values, PostRenderer: rel.PostRenderer,
-		Labels: map[string]string{
-			activities.LabelDeploymentID: rel.DeploymentID, activities.LabelGitRepo: gitRepo, activities.LabelBundle: rel.Bundle,
-			activities.LabelCluster: cluster, activities.LabelCommit: commit[:12],
-		},
-		CreateNamespace: true,
-		MaxHistory:      5,
-		Description:     fmt.Sprintf("direct: gitrepo %s commit %.12s", gitRepo, commit),
-	})
+	_, err := cl.Install(ctx, activities.ApplyRequestFor(rel, gitRepo, cluster, commit))
 	return err
 }
 

@@ -123,21 +123,26 @@ func newAPIServerScraper(kubeconfig string) (*apiServerScraper, error) {
 // (its identity lease, APF and storage-version bookkeeping, all under kube-system or cluster-scoped
 // flowcontrol and lease objects) are left out: they happen with or without Flotilla.
 func (s *apiServerScraper) requests(ctx context.Context) (float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url, nil)
+	return scrape(ctx, s.client, s.url, "apiserver_request_total", func(labels string) bool {
+		return !isAPIServerHousekeeping(labels)
+	})
+}
+
+// scrape sums one counter of a Prometheus endpoint over the series whose labels pass keep.
+func scrape(ctx context.Context, client *http.Client, url, metric string, keep func(labels string) bool) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return 0, err
 	}
-	resp, err := s.client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return 0, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("%s: HTTP %d", s.url, resp.StatusCode)
+		return 0, fmt.Errorf("%s: HTTP %d", url, resp.StatusCode)
 	}
-	return promSum(resp.Body, "apiserver_request_total", func(labels string) bool {
-		return !isAPIServerHousekeeping(labels)
-	})
+	return promSum(resp.Body, metric, keep)
 }
 
 // isAPIServerHousekeeping recognises the series a lone kube-apiserver keeps incrementing by itself.
@@ -155,15 +160,6 @@ func isAPIServerHousekeeping(labels string) bool {
 // what Temporal Cloud bills as actions (workflow starts, signals, queries, heartbeats, timers, activities,
 // child starts counted twice, search-attribute upserts, activity retries).
 func temporalActions(ctx context.Context, metricsURL, namespace string) (float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, metricsURL, nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
 	want := `namespace="` + namespace + `"`
-	return promSum(resp.Body, "action", func(labels string) bool { return strings.Contains(labels, want) })
+	return scrape(ctx, http.DefaultClient, metricsURL, "action", func(labels string) bool { return strings.Contains(labels, want) })
 }

@@ -32,18 +32,9 @@ func TestClusterWorkflowInstallsOnceThenOnlyChecks(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	var a *activities.Activities
-	observed := 0
-	env.OnActivity(a.Observe, mock.Anything, mock.Anything).Return(func(_ context.Context, _ activities.ObserveInput) (activities.Observation, error) {
-		observed++
-		if observed == 1 {
-			return deployed(""), nil
-		}
-		return deployed("s-1"), nil
-	})
+	observed := observeNewThenDeployed(env)
 	env.OnActivity(a.Apply, mock.Anything, mock.Anything).Return(activities.ApplyResult{Bundles: []activities.BundleApplyResult{{Bundle: "web", Revision: 1}}}, nil).Once()
-	var reports []ClusterReport
-	env.OnSignalExternalWorkflow(mock.Anything, "gitrepo/shop", "", SignalClusterReport, mock.Anything).Return(
-		func(_, _, _, _ string, arg any) error { reports = append(reports, arg.(ClusterReport)); return nil })
+	reports := captureReports(env)
 	// Let a few idle checks happen, then ask for continue-as-new.
 	env.RegisterDelayedCallback(func() { env.SetContinueAsNewSuggested(true) }, 5*time.Minute)
 
@@ -52,10 +43,10 @@ func TestClusterWorkflowInstallsOnceThenOnlyChecks(t *testing.T) {
 	require.True(t, env.IsWorkflowCompleted())
 	require.True(t, workflow.IsContinueAsNewError(env.GetWorkflowError()), "history is cut by continue-as-new: %v", env.GetWorkflowError())
 	env.AssertNumberOfCalls(t, "Apply", 1)
-	require.GreaterOrEqual(t, observed, 4, "idle checks keep observing")
-	require.Len(t, reports, 1, "an unchanged status is reported once")
-	require.Equal(t, StateReady, reports[0].Status.State)
-	require.Equal(t, int64(1), reports[0].Status.Generation)
+	require.GreaterOrEqual(t, *observed, 4, "idle checks keep observing")
+	require.Len(t, *reports, 1, "an unchanged status is reported once")
+	require.Equal(t, StateReady, (*reports)[0].Status.State)
+	require.Equal(t, int64(1), (*reports)[0].Status.Generation)
 }
 
 // A cluster that cannot be reached reports it, keeps no stale Ready, and retries on its own.
@@ -99,14 +90,7 @@ func TestClusterWorkflowTakesThePostApplyObservationFromApply(t *testing.T) {
 		var s testsuite.WorkflowTestSuite
 		env := s.NewTestWorkflowEnvironment()
 		var a *activities.Activities
-		observed := 0
-		env.OnActivity(a.Observe, mock.Anything, mock.Anything).Return(func(_ context.Context, _ activities.ObserveInput) (activities.Observation, error) {
-			observed++
-			if observed == 1 {
-				return deployed(""), nil
-			}
-			return deployed("s-1"), nil
-		})
+		observed := observeNewThenDeployed(env)
 		env.OnActivity(a.Apply, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ApplyInput) (activities.ApplyResult, error) {
 			require.True(t, in.Observe, "the workflow asks Apply to observe")
 			res := activities.ApplyResult{Bundles: []activities.BundleApplyResult{{Bundle: "web", Revision: 1}}}
@@ -116,20 +100,18 @@ func TestClusterWorkflowTakesThePostApplyObservationFromApply(t *testing.T) {
 			}
 			return res, nil
 		}).Once()
-		var reports []ClusterReport
-		env.OnSignalExternalWorkflow(mock.Anything, "gitrepo/shop", "", SignalClusterReport, mock.Anything).Return(
-			func(_, _, _, _ string, arg any) error { reports = append(reports, arg.(ClusterReport)); return nil })
+		reports := captureReports(env)
 		env.RegisterDelayedCallback(func() { env.SetContinueAsNewSuggested(true) }, 30*time.Second)
 
 		env.ExecuteWorkflow(ClusterWorkflow, clusterInput())
 
-		require.Len(t, reports, 1)
-		require.Equal(t, StateReady, reports[0].Status.State, "Apply observing: %v", applyObserves)
+		require.Len(t, *reports, 1)
+		require.Equal(t, StateReady, (*reports)[0].Status.State, "Apply observing: %v", applyObserves)
 		want := 1
 		if !applyObserves {
 			want = 2
 		}
-		require.Equal(t, want, observed, "Observe activities before the first report (Apply observing: %v)", applyObserves)
+		require.Equal(t, want, *observed, "Observe activities before the first report (Apply observing: %v)", applyObserves)
 	}
 }
 
@@ -161,4 +143,27 @@ func TestClusterWorkflowRetriesASlowFailedApplyAfterItsBackoff(t *testing.T) {
 	// The second attempt starts (and, with the mock's 90 s, ends) one backoff after the first failed.
 	gap := applied[1].Sub(applied[0]) - 90*time.Second
 	require.LessOrEqual(t, gap, RetryFirst+time.Second, "retried %s after failing; the check interval is %s", gap, clusterInput().CheckInterval)
+}
+
+// observeNewThenDeployed makes the first observation find no release and every later one find it at
+// the desired ID; it returns the count of observations.
+func observeNewThenDeployed(env *testsuite.TestWorkflowEnvironment) *int {
+	var a *activities.Activities
+	observed := 0
+	env.OnActivity(a.Observe, mock.Anything, mock.Anything).Return(func(_ context.Context, _ activities.ObserveInput) (activities.Observation, error) {
+		observed++
+		if observed == 1 {
+			return deployed(""), nil
+		}
+		return deployed("s-1"), nil
+	})
+	return &observed
+}
+
+// captureReports records the status reports the cluster workflow signals to its GitRepo.
+func captureReports(env *testsuite.TestWorkflowEnvironment) *[]ClusterReport {
+	var reports []ClusterReport
+	env.OnSignalExternalWorkflow(mock.Anything, "gitrepo/shop", "", SignalClusterReport, mock.Anything).Return(
+		func(_, _, _, _ string, arg any) error { reports = append(reports, arg.(ClusterReport)); return nil })
+	return &reports
 }

@@ -283,11 +283,7 @@ func (g *gitRepoRun) loop(ctx workflow.Context) error {
 			return g.deleteEverywhere(ctx, reportCh)
 		}
 		g.deliver(ctx)
-		if loop2 {
-			g.publishPaced(ctx)
-		} else {
-			g.publish(ctx)
-		}
+		g.publish(ctx, loop2)
 
 		wake := g.nextPoll
 		if g.spec.Spec.DisablePolling || wake.IsZero() {
@@ -678,7 +674,7 @@ func (g *gitRepoRun) deleteEverywhere(ctx workflow.Context, reportCh workflow.Re
 			g.signalRemove(ctx, c)
 		}
 	}
-	g.publish(ctx)
+	g.publish(ctx, false)
 	deadline := workflow.Now(ctx).Add(30 * time.Minute)
 	for len(g.carry.Removing) > 0 && workflow.Now(ctx).Before(deadline) {
 		sel := workflow.NewSelector(ctx)
@@ -774,17 +770,9 @@ func (g *gitRepoRun) clusterView(pc activities.PlannedCluster) ClusterStatus {
 }
 
 // publish mirrors the status in the memo, search attributes and current details, only when it changed.
-func (g *gitRepoRun) publish(ctx workflow.Context) {
-	g.publishStatus(ctx, false)
-}
-
-// publishPaced publishes a change of state, commit or error at once, and a rollout's progress at most
-// every publishEvery; the loop wakes at publishDue for what is held back.
-func (g *gitRepoRun) publishPaced(ctx workflow.Context) {
-	g.publishStatus(ctx, true)
-}
-
-func (g *gitRepoRun) publishStatus(ctx workflow.Context, paced bool) {
+// Paced, a change of state, commit or error goes out at once and a rollout's progress at most every
+// publishEvery; the loop wakes at publishDue for what is held back.
+func (g *gitRepoRun) publish(ctx workflow.Context, paced bool) {
 	st := g.view()
 	ready := fmt.Sprintf("%d/%d", st.ReadyClusters, st.DesiredReadyClusters)
 	hasError := st.Summary.ErrApplied > 0 || st.Error != ""
