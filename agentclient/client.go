@@ -22,7 +22,6 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
@@ -34,7 +33,7 @@ type Client struct {
 	raw        *clientcmdapi.Config
 	restConfig *rest.Config
 	discovery  discovery.CachedDiscoveryInterface
-	mapper     *restmapper.DeferredDiscoveryRESTMapper
+	mapper     *clusterMapper
 	clientset  kubernetes.Interface
 	dynamic    dynamic.Interface
 	metadata   metadata.Interface

@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
@@ -29,7 +28,8 @@ type Config struct {
 
 // Pool caches one Client per Config, and per content of the kubeconfig file, so that an edited kubeconfig
 // (rotated credentials, moved server) is picked up on the next Get while the REST config, the
-// memory-cached discovery and the REST mapper are otherwise built once per cluster per process.
+// memory-cached discovery is otherwise built once per cluster per process, and the REST mapper once per
+// distinct discovery.
 // A Pool is safe for concurrent use.
 type Pool struct {
 	log *zap.Logger
@@ -38,6 +38,8 @@ type Pool struct {
 	entries map[Config]poolEntry
 	// locks outlive a Client rebuilt after a kubeconfig edit, so release operations stay serialised.
 	locks map[clusterKey]*releaseLocks
+	// mappers is shared by every Client of the Pool (see mapperTable).
+	mappers *mapperTable
 }
 
 type poolEntry struct {
@@ -54,7 +56,7 @@ func NewPool(log *zap.Logger) *Pool {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Pool{log: log, entries: map[Config]poolEntry{}, locks: map[clusterKey]*releaseLocks{}}
+	return &Pool{log: log, entries: map[Config]poolEntry{}, locks: map[clusterKey]*releaseLocks{}, mappers: newMapperTable()}
 }
 
 // Get returns the Client for cfg, building it on first use or when the kubeconfig file changed.
@@ -79,7 +81,7 @@ func (p *Pool) Get(cfg Config) (*Client, error) {
 	if e, ok := p.entries[cfg]; ok && e.hash == hash {
 		return e.client, nil
 	}
-	c, err := newClient(cfg, data, p.log)
+	c, err := newClient(cfg, data, p.mappers, p.log)
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +99,7 @@ func (p *Pool) Get(cfg Config) (*Client, error) {
 
 // newClient builds everything a Client needs without any network call; discovery and the REST mapper
 // fill themselves on first use.
-func newClient(cfg Config, kubeconfig []byte, log *zap.Logger) (*Client, error) {
+func newClient(cfg Config, kubeconfig []byte, mappers *mapperTable, log *zap.Logger) (*Client, error) {
 	raw, err := loadKubeconfig(cfg.KubeconfigPath, kubeconfig)
 	if err != nil {
 		return nil, err
@@ -152,7 +154,7 @@ func newClient(cfg Config, kubeconfig []byte, log *zap.Logger) (*Client, error) 
 		raw:        raw,
 		restConfig: restConfig,
 		discovery:  cached,
-		mapper:     restmapper.NewDeferredDiscoveryRESTMapper(cached),
+		mapper:     newClusterMapper(cached, mappers),
 		clientset:  clientset,
 		dynamic:    dyn,
 		metadata:   meta,
