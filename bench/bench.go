@@ -47,7 +47,7 @@ var TunedTemporal = map[string]string{
 // Experiments lists every experiment in the order a run performs them.
 var Experiments = []string{
 	"fleet-shape-1x10x3", "fleet-shape-50x3", "gitrepo-50-bundles", "deploy-1x10", "deploy-50x50", "recovery",
-	"fanout-1000", "idle-check",
+	"fanout-1000", "idle-check", "orchestration-floor",
 }
 
 // Run performs the selected experiments and returns their results; an experiment that fails is
@@ -165,6 +165,16 @@ func (e *env) experiment(ctx context.Context, name string) ([]Result, error) {
 	case "fanout-1000":
 		n := e.scale(1000, 50)
 		return deployed(deployCase{tag: "fan", clusters: n, bundles: 1, cms: 10, simulate: true, timeout: 15 * time.Minute})
+	case "orchestration-floor":
+		var out []Result
+		for _, n := range []int{e.scale(100, 30), e.scale(1000, 50)} {
+			res, err := e.orchestrationFloor(ctx, n)
+			if err != nil {
+				return out, err
+			}
+			out = append(out, res)
+		}
+		return out, nil
 	case "idle-check":
 		var out []Result
 		shapes := []struct {

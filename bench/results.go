@@ -60,6 +60,9 @@ type Result struct {
 	DuplicatedRevisions *int     `json:"duplicated_revisions,omitempty"`
 	KilledAtSeconds     *float64 `json:"killed_at_seconds,omitempty"`
 	DiscoveredSeconds   *float64 `json:"discovered_seconds,omitempty"`
+	// FloorSeconds is the orchestration-floor row's time: Flotilla's workflow shape with empty activities
+	// (no Kubernetes, no Helm) from the parent's start to every child's report.
+	FloorSeconds *float64 `json:"floor_seconds,omitempty"`
 
 	// FleetSeconds is Rancher Fleet's median on the same shape and machine kind (fleet-shape rows).
 	FleetSeconds *float64 `json:"fleet_seconds,omitempty"`
@@ -149,6 +152,9 @@ func details(r Result) string {
 	}
 	if r.DuplicatedRevisions != nil {
 		parts = append(parts, fmt.Sprintf("killed at %.1fs, %d duplicated revisions", *r.KilledAtSeconds, *r.DuplicatedRevisions))
+	}
+	if r.FloorSeconds != nil {
+		parts = append(parts, fmt.Sprintf("empty workflow shape done in %.2fs", *r.FloorSeconds))
 	}
 	if r.DiscoveredSeconds != nil {
 		parts = append(parts, fmt.Sprintf("discovered in %.2fs", *r.DiscoveredSeconds))
