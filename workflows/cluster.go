@@ -22,6 +22,9 @@ type ClusterWorkflowInput struct {
 	CheckInterval time.Duration            `json:"checkInterval,omitempty"`
 	// Carry is the state handed over by continue-as-new; a fresh start leaves it empty.
 	Carry *ClusterCarry `json:"carry,omitempty"`
+	// Shape is the workflow code a run was started for (ClusterShapeCurrent by the current GitRepo and by
+	// continue-as-new). Zero is a run started before the field existed, which asks GetVersion instead.
+	Shape int `json:"shape,omitempty"`
 }
 
 // DesiredUpdate is the parent's `desired` signal: what this cluster should run now.
@@ -91,8 +94,7 @@ func ClusterWorkflow(ctx workflow.Context, in ClusterWorkflowInput) error {
 	sa := workflow.GetTypedSearchAttributes(ctx)
 	repo, _ := sa.GetKeyword(SearchGitRepo)
 	cluster, _ := sa.GetKeyword(SearchCluster)
-	if workflow.GetVersion(ctx, clusterLoop2, workflow.DefaultVersion, 1) == workflow.DefaultVersion ||
-		repo != in.Target.GitRepo || cluster != in.Target.Cluster {
+	if !r.loop2(ctx) || repo != in.Target.GitRepo || cluster != in.Target.Cluster {
 		_ = workflow.UpsertTypedSearchAttributes(ctx,
 			SearchGitRepo.ValueSet(in.Target.GitRepo), SearchCluster.ValueSet(in.Target.Cluster))
 	}
@@ -150,6 +152,7 @@ func (r *clusterRun) loop(ctx workflow.Context) error {
 			in := r.in
 			carry := r.carry
 			in.Carry = &carry
+			in.Shape = ClusterShapeCurrent // the new run is executed by this code, not replayed
 			return workflow.NewContinueAsNewError(ctx, ClusterWorkflow, in)
 		}
 	}
@@ -353,6 +356,21 @@ func errorMessage(err error) string {
 // search attributes does not upsert them again.
 const clusterLoop2 = "cluster-loop-2"
 
+// ClusterShapeCurrent is the Shape a run is started with. A run that knows its shape from its input
+// needs no GetVersion: the SDK's GetVersion records a marker and upserts the TemporalChangeVersion search
+// attribute, a visibility write for every cluster workflow run, which at a thousand clusters was a
+// measurable share of Temporal's work in a rollout (docs/performance.md). Histories of runs started
+// before Shape existed replay through GetVersion as they were recorded.
+const ClusterShapeCurrent = 2
+
+// loop2 reports whether this run has the loop-2 shape (see clusterLoop2).
+func (r *clusterRun) loop2(ctx workflow.Context) bool {
+	if r.in.Shape >= 2 {
+		return true
+	}
+	return workflow.GetVersion(ctx, clusterLoop2, workflow.DefaultVersion, 1) == 1
+}
+
 // observe runs the Observe activity. It is a local activity: a read of a few objects that takes well under
 // a second, where a scheduled activity costs a task round trip through the server and one more workflow
 // task, per cluster and per check. At a thousand clusters that was a third of Temporal's work for a
@@ -362,7 +380,7 @@ func (r *clusterRun) observe(ctx workflow.Context) (activities.Observation, erro
 	in := activities.ObserveInput{Target: r.in.Target, Resources: true}
 	retry := &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 2}
 	var obs activities.Observation
-	if workflow.GetVersion(ctx, clusterLoop2, workflow.DefaultVersion, 1) == 1 {
+	if r.loop2(ctx) {
 		lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 			ScheduleToCloseTimeout: 2 * observeTimeout,
 			StartToCloseTimeout:    observeTimeout,

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
@@ -166,4 +168,44 @@ func captureReports(env *testsuite.TestWorkflowEnvironment) *[]ClusterReport {
 	env.OnSignalExternalWorkflow(mock.Anything, "gitrepo/shop", "", SignalClusterReport, mock.Anything).Return(
 		func(_, _, _, _ string, arg any) error { reports = append(reports, arg.(ClusterReport)); return nil })
 	return &reports
+}
+
+// A run that knows its shape from its input records no version marker, so no TemporalChangeVersion
+// upsert (a visibility write per cluster workflow run), and hands its shape on at continue-as-new; a
+// run started before the field existed still asks GetVersion, as its recorded history expects.
+func TestClusterWorkflowShapeComesFromItsInputNotFromGetVersion(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		shape          int
+		wantGetVersion bool
+	}{{"started by the current GitRepo", ClusterShapeCurrent, false}, {"started before Shape existed", 0, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var s testsuite.WorkflowTestSuite
+			env := s.NewTestWorkflowEnvironment()
+			var a *activities.Activities
+			observeNewThenDeployed(env)
+			env.OnActivity(a.Apply, mock.Anything, mock.Anything).Return(activities.ApplyResult{Bundles: []activities.BundleApplyResult{{Bundle: "web", Revision: 1}}}, nil)
+			captureReports(env)
+			askedVersion := false
+			env.OnGetVersion(clusterLoop2, workflow.DefaultVersion, 1).Return(func(string, workflow.Version, workflow.Version) workflow.Version {
+				askedVersion = true
+				return 1
+			})
+			localObserves := 0
+			env.SetOnLocalActivityStartedListener(func(*activity.Info, context.Context, []any) { localObserves++ })
+			env.RegisterDelayedCallback(func() { env.SetContinueAsNewSuggested(true) }, 3*time.Minute)
+
+			in := clusterInput()
+			in.Shape = tc.shape
+			env.ExecuteWorkflow(ClusterWorkflow, in)
+
+			require.Equal(t, tc.wantGetVersion, askedVersion)
+			require.Positive(t, localObserves, "Observe runs as a local activity either way")
+			var can *workflow.ContinueAsNewError
+			require.ErrorAs(t, env.GetWorkflowError(), &can)
+			var next ClusterWorkflowInput
+			require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+			require.Equal(t, ClusterShapeCurrent, next.Shape, "the next run is executed by this code")
+		})
+	}
 }

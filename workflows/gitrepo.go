@@ -643,6 +643,7 @@ func (g *gitRepoRun) send(ctx workflow.Context, cluster string, up DesiredUpdate
 		})
 		child := workflow.ExecuteChildWorkflow(cctx, ClusterWorkflow, ClusterWorkflowInput{
 			Target: up.Target, Generation: up.Generation, Paused: up.Paused, CheckInterval: up.CheckInterval,
+			Shape: ClusterShapeCurrent,
 		})
 		err := child.GetChildWorkflowExecution().Get(gctx, nil)
 		var already *temporal.ChildWorkflowExecutionAlreadyStartedError
