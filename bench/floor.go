@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flotilla-gitops/flotilla/internal/tempdev"
+	"github.com/flotilla-gitops/flotilla/internal/workeropts"
 	"github.com/flotilla-gitops/flotilla/workflows"
 )
 
@@ -89,7 +90,7 @@ func floorApply(_ context.Context, index int) (int, error) { return index, nil }
 // orchestrationFloor times the empty shape for n clusters on a fresh Temporal dev server configured as
 // for every other experiment, with an in-process worker sized as flotilla-worker is.
 func (e *env) orchestrationFloor(ctx context.Context, n int) (Result, error) {
-	res := Result{Experiment: "orchestration-floor", Clusters: n, Bundles: 0}
+	res := Result{Experiment: "orchestration-floor", Clusters: n}
 	dir := filepath.Join(e.dir, "runs", fmt.Sprintf("floor%d", n))
 	tmp, err := tempdev.Start(ctx, tempdev.Options{Bin: filepath.Join(e.cfg.BinDir, "temporal"), Dir: filepath.Join(dir, "temporal"),
 		Headless: true, SearchAttributes: workflows.SearchAttributes, LogFile: filepath.Join(dir, "temporal.log"),
@@ -103,12 +104,7 @@ func (e *env) orchestrationFloor(ctx context.Context, n int) (Result, error) {
 		return res, err
 	}
 	defer c.Close()
-	w := worker.New(c, floorTaskQueue, worker.Options{
-		MaxConcurrentActivityExecutionSize:      200,
-		MaxConcurrentLocalActivityExecutionSize: 200,
-		MaxConcurrentWorkflowTaskExecutionSize:  100,
-		DeadlockDetectionTimeout:                5 * time.Second,
-	})
+	w := worker.New(c, floorTaskQueue, workeropts.Options(workeropts.DefaultMaxConcurrentActivities))
 	w.RegisterWorkflow(FloorParent)
 	w.RegisterWorkflow(FloorChild)
 	w.RegisterActivity(floorObserve)

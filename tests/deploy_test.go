@@ -123,6 +123,11 @@ helm:
 	s.AddCluster("edge-2", "b", map[string]string{"region": "edge"}, fqdn("edge-2.example.com"))
 	s.WaitStatus("edges", 2*time.Minute, "both clusters Ready", harness.AllReady)
 	require.Equal(t, "edge-2.example.com", s.ConfigMapData("b", "web", "web")["fqdn"])
+	// These histories are the replay fixtures of the current workflow shape. A cluster workflow started by
+	// the GitRepo knows its shape from its input: no version marker, so no TemporalChangeVersion write.
+	markers := s.MarkerNames(workflows.ClusterWorkflowID("edges", "edge-2"))
+	require.NotEmpty(t, markers, "observations are local activity markers")
+	require.NotContains(t, markers, "Version")
 	s.RecordHistories(map[string]string{
 		"gitrepo-missing-value.json": workflows.GitRepoWorkflowID("edges"),
 		"cluster-missing-value.json": workflows.ClusterWorkflowID("edges", "edge-2"),

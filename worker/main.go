@@ -23,6 +23,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/activities"
 	"github.com/flotilla-gitops/flotilla/agentclient"
 	"github.com/flotilla-gitops/flotilla/internal/gitcache"
+	"github.com/flotilla-gitops/flotilla/internal/workeropts"
 	"github.com/flotilla-gitops/flotilla/internal/zaplog"
 	"github.com/flotilla-gitops/flotilla/inventory"
 	"github.com/flotilla-gitops/flotilla/webhook"
@@ -55,7 +56,7 @@ func run() error {
 	credsFile := flag.String("git-credentials", os.Getenv("FLOTILLA_GIT_CREDENTIALS"), "YAML file mapping clientSecretName to {username, password}")
 	logLevel := flag.String("log-level", "info", "debug, info, warn or error")
 	devLog := flag.Bool("dev-log", false, "human-readable logs instead of JSON")
-	maxActivities := flag.Int("max-concurrent-activities", 200, "activities run at once by this worker")
+	maxActivities := flag.Int("max-concurrent-activities", workeropts.DefaultMaxConcurrentActivities, "activities run at once by this worker")
 	webhookListen := flag.String("webhook-listen", "", "serve git push webhooks on this host:port at "+webhook.Path+" (empty: off)")
 	pprofListen := flag.String("pprof-listen", os.Getenv("FLOTILLA_PPROF_LISTEN"), "serve Go's pprof profiles on this loopback host:port at /debug/pprof/ (env FLOTILLA_PPROF_LISTEN; empty: off)")
 	webhookSecret := flag.String("webhook-secret-file", os.Getenv("FLOTILLA_WEBHOOK_SECRET_FILE"), "file holding the webhook secret (env FLOTILLA_WEBHOOK_SECRET_FILE); required with --webhook-listen")
@@ -85,17 +86,7 @@ func run() error {
 		return err
 	}
 
-	w := worker.New(c, *taskQueue, worker.Options{
-		MaxConcurrentActivityExecutionSize: *maxActivities,
-		// Observe runs as a local activity, in a pool of its own with the same bound as activities, so that
-		// a thousand due checks do not open a thousand API calls at once.
-		MaxConcurrentLocalActivityExecutionSize: *maxActivities,
-		MaxConcurrentWorkflowTaskExecutionSize:  100,
-		// The GitRepo workflow folds a thousand clusters' reports in one pass, a few milliseconds of CPU;
-		// on two busy cores, with garbage collection assisting, a pass has taken over the SDK's default 1 s
-		// and was failed as a deadlock (docs/performance.md). A real deadlock is still caught.
-		DeadlockDetectionTimeout: 5 * time.Second,
-	})
+	w := worker.New(c, *taskQueue, workeropts.Options(*maxActivities))
 	w.RegisterWorkflow(workflows.GitRepoWorkflow)
 	w.RegisterWorkflow(workflows.ClusterWorkflow)
 	w.RegisterWorkflow(workflows.InventoryWorkflow)

@@ -361,11 +361,14 @@ const clusterLoop2 = "cluster-loop-2"
 // attribute, a visibility write for every cluster workflow run, which at a thousand clusters was a
 // measurable share of Temporal's work in a rollout (docs/performance.md). Histories of runs started
 // before Shape existed replay through GetVersion as they were recorded.
-const ClusterShapeCurrent = 2
+const ClusterShapeCurrent = clusterShapeLoop2
+
+// clusterShapeLoop2 is the first Shape with the clusterLoop2 behaviour; later shapes keep it.
+const clusterShapeLoop2 = 2
 
 // loop2 reports whether this run has the loop-2 shape (see clusterLoop2).
 func (r *clusterRun) loop2(ctx workflow.Context) bool {
-	if r.in.Shape >= 2 {
+	if r.in.Shape >= clusterShapeLoop2 {
 		return true
 	}
 	return workflow.GetVersion(ctx, clusterLoop2, workflow.DefaultVersion, 1) == 1

@@ -366,6 +366,22 @@ func (s *Stack) CountWorkflows(query string) int64 {
 	return resp.GetCount()
 }
 
+// MarkerNames lists the markers in a workflow's current run, in order ("LocalActivity", "Version", …).
+func (s *Stack) MarkerNames(workflowID string) []string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var names []string
+	it := s.Client.GetWorkflowHistory(ctx, workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		require.NoError(s.t, err, workflowID)
+		if m := ev.GetMarkerRecordedEventAttributes(); m != nil {
+			names = append(names, m.GetMarkerName())
+		}
+	}
+	return names
+}
+
 // StartGitRepo starts a GitRepo workflow directly, as `temporal workflow start` would, with Flotilla's options.
 func (s *Stack) StartGitRepo(in workflows.GitRepoInput) {
 	s.t.Helper()

@@ -1,0 +1,27 @@
+// Package workeropts is how a Flotilla worker is sized, shared by flotilla-worker and the benchmark's
+// orchestration floor so that the floor runs the same worker configuration it is compared with.
+package workeropts
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/worker"
+)
+
+// DefaultMaxConcurrentActivities is flotilla-worker's --max-concurrent-activities.
+const DefaultMaxConcurrentActivities = 200
+
+// Options sizes a worker that runs at most maxActivities activities at once.
+func Options(maxActivities int) worker.Options {
+	return worker.Options{
+		MaxConcurrentActivityExecutionSize: maxActivities,
+		// Observe runs as a local activity, in a pool of its own with the same bound as activities, so that
+		// a thousand due checks do not open a thousand API calls at once.
+		MaxConcurrentLocalActivityExecutionSize: maxActivities,
+		MaxConcurrentWorkflowTaskExecutionSize:  100,
+		// The GitRepo workflow folds a thousand clusters' reports in one pass, a few milliseconds of CPU;
+		// on two busy cores, with garbage collection assisting, a pass has taken over the SDK's default 1 s
+		// and was failed as a deadlock (docs/performance.md). A real deadlock is still caught.
+		DeadlockDetectionTimeout: 5 * time.Second,
+	}
+}
