@@ -117,7 +117,7 @@ helm:
 	require.Eventually(t, func() bool {
 		return s.CountWorkflows("FlotillaGitRepo = 'edges' AND FlotillaHasError = true AND WorkflowType = 'GitRepoWorkflow'") == 1 &&
 			s.CountWorkflows("FlotillaCluster = 'edge-2' AND FlotillaState = 'ErrApplied'") == 1
-	}, 30*time.Second, 250*time.Millisecond)
+	}, 2*time.Minute, 250*time.Millisecond)
 
 	// The value arrives; the next sync deploys it, with no restart.
 	s.AddCluster("edge-2", "b", map[string]string{"region": "edge"}, fqdn("edge-2.example.com"))
@@ -151,7 +151,7 @@ func TestNewCommitDeploysAtNextPollAndUnchangedCommitChangesNothing(t *testing.T
 	// Several polls of the same commit.
 	polled := first.LastPolled
 	for i := 0; i < 4; i++ {
-		st := s.WaitStatus("polling", 30*time.Second, "another poll", func(st workflows.GitRepoStatus) bool { return st.LastPolled.After(polled) })
+		st := s.WaitStatus("polling", time.Minute, "another poll", func(st workflows.GitRepoStatus) bool { return st.LastPolled.After(polled) })
 		polled = st.LastPolled
 	}
 	require.Equal(t, 1, s.ActivityCount(id, "Plan"), "an unchanged commit is never planned (cloned) again")

@@ -157,7 +157,7 @@ spec:
 	require.NotEqual(t, 0, code, "--kubeconfig is required")
 
 	s.CLIRun("delete", "ops")
-	require.Eventually(t, func() bool { return len(s.Releases("one", "ops")) == 0 }, time.Minute, 200*time.Millisecond, "uninstalled")
+	require.Eventually(t, s.NoReleases("one", "ops"), time.Minute, 200*time.Millisecond, "uninstalled")
 	require.Eventually(t, func() bool {
 		return s.CountWorkflows(`WorkflowId = "gitrepo/ops" AND ExecutionStatus = "Running"`) == 0
 	}, time.Minute, 500*time.Millisecond, "the GitRepo workflow ends")
@@ -177,16 +177,21 @@ func TestWebUIListsGitReposAndTheirClusters(t *testing.T) {
 	require.NotEmpty(t, ui)
 	var rows []map[string]any
 	require.Eventually(t, func() bool { // visibility trails the workflow by a moment
-		rows = uiList(t, ui, `WorkflowType = "GitRepoWorkflow" AND FlotillaState = "Ready"`)
+		var err error
+		if rows, err = uiList(ui, `WorkflowType = "GitRepoWorkflow" AND FlotillaState = "Ready"`); err != nil {
+			t.Logf("%v (retrying)", err)
+			return false
+		}
 		return len(rows) == 1 && rows[0]["FlotillaReady"] == "1/1"
-	}, 30*time.Second, 250*time.Millisecond)
+	}, 2*time.Minute, 250*time.Millisecond)
 	require.Equal(t, "shop", rows[0]["FlotillaGitRepo"])
 	require.Equal(t, repo.URL(), rows[0]["FlotillaRepo"])
 	require.Equal(t, st.Commit, rows[0]["FlotillaCommit"])
 	require.Equal(t, false, rows[0]["FlotillaHasError"])
 	require.Equal(t, "gitrepo/shop", rows[0]["workflowId"])
 
-	children := uiList(t, ui, `FlotillaCluster = "a"`)
+	children, err := uiList(ui, `FlotillaCluster = "a"`)
+	require.NoError(t, err)
 	require.Len(t, children, 1)
 	require.Equal(t, "gitrepo/shop/cluster/a", children[0]["workflowId"])
 
@@ -201,20 +206,26 @@ func TestWebUIListsGitReposAndTheirClusters(t *testing.T) {
 	require.Contains(t, out, `not a duration`)
 	out, err = update(`{"pollingInterval":"2m"}`)
 	require.NoError(t, err, out)
-	st = s.WaitStatus("shop", 10*time.Second, "the new interval", func(st workflows.GitRepoStatus) bool { return st.PollingInterval == "2m0s" })
+	st = s.WaitStatus("shop", time.Minute, "the new interval", func(st workflows.GitRepoStatus) bool { return st.PollingInterval == "2m0s" })
 	require.WithinDuration(t, st.LastPolled.Add(2*time.Minute), st.NextPoll, 13*time.Second, "next poll follows the new interval (plus ≤10%% jitter)")
 }
 
 // uiList asks the Web UI's HTTP API, as the browser does, for workflows matching a visibility query and
-// returns, per workflow, its decoded search attributes plus workflowId.
-func uiList(t *testing.T, ui, query string) []map[string]any {
-	t.Helper()
+// returns, per workflow, its decoded search attributes plus workflowId. An answer other than 200 is an
+// error, so a condition can retry it.
+func uiList(ui, query string) ([]map[string]any, error) {
 	resp, err := http.Get(ui + "/api/v1/namespaces/default/workflows?query=" + url.QueryEscape(query))
-	require.NoError(t, err)
+	if err != nil {
+		return nil, err
+	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("web UI: HTTP %d: %s", resp.StatusCode, body)
+	}
 	var page struct {
 		Executions []struct {
 			Execution struct {
@@ -227,18 +238,24 @@ func uiList(t *testing.T, ui, query string) []map[string]any {
 			} `json:"searchAttributes"`
 		} `json:"executions"`
 	}
-	require.NoError(t, json.Unmarshal(body, &page), string(body))
+	if err := json.Unmarshal(body, &page); err != nil {
+		return nil, fmt.Errorf("web UI: %w: %s", err, body)
+	}
 	var rows []map[string]any
 	for _, e := range page.Executions {
 		row := map[string]any{"workflowId": e.Execution.WorkflowID}
 		for k, f := range e.SearchAttributes.IndexedFields {
 			raw, err := base64.StdEncoding.DecodeString(f.Data)
-			require.NoError(t, err)
+			if err != nil {
+				return nil, fmt.Errorf("web UI: attribute %s: %w", k, err)
+			}
 			var v any
-			require.NoError(t, json.Unmarshal(raw, &v))
+			if err := json.Unmarshal(raw, &v); err != nil {
+				return nil, fmt.Errorf("web UI: attribute %s: %w", k, err)
+			}
 			row[k] = v
 		}
 		rows = append(rows, row)
 	}
-	return rows
+	return rows, nil
 }

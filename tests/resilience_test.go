@@ -183,7 +183,7 @@ func TestVanishedRepositoryDeletesNothing(t *testing.T) {
 	require.Contains(t, st.Error, "repository")
 	require.Equal(t, workflows.StateErrApplied, st.State)
 	for i, polled := 0, st.LastPolled; i < 3; i++ { // several failing polls
-		polled = s.WaitStatus("vanish", 30*time.Second, "another poll", func(st workflows.GitRepoStatus) bool { return st.LastPolled.After(polled) }).LastPolled
+		polled = s.WaitStatus("vanish", time.Minute, "another poll", func(st workflows.GitRepoStatus) bool { return st.LastPolled.After(polled) }).LastPolled
 	}
 	require.Len(t, s.Releases("a", "vanish"), 1, "a failed listing never uninstalls")
 	require.Equal(t, "1", s.ConfigMapData("a", "default", "app")["v"])

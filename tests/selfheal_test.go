@@ -136,8 +136,9 @@ func TestGeneratedStateComesBackAndRestartsAddNoRevisions(t *testing.T) {
 	for _, sec := range secrets.Items {
 		require.NoError(t, kube.CoreV1().Secrets("seed").Delete(ctx, sec.Name, metav1.DeleteOptions{}))
 	}
+	helm := s.Helm("a")
 	require.Eventually(t, func() bool {
-		h, err := s.Helm("a").History(ctx, "seed", "seed")
+		h, err := helm.History(ctx, "seed", "seed")
 		return err == nil && len(h) == 1 && h[0].Status == "deployed"
 	}, time.Minute, 200*time.Millisecond, "the release record comes back")
 	s.WaitStatus("seed", time.Minute, "11/11 ready", ready11)
@@ -171,13 +172,13 @@ func TestLeavingTheTargetsUninstallsAndKeepResourcesKeeps(t *testing.T) {
 	s.WaitStatus("leave", time.Minute, "only a targeted", func(st workflows.GitRepoStatus) bool {
 		return st.DesiredReadyClusters == 1 && harness.AllReady(st)
 	})
-	require.Eventually(t, func() bool { return len(s.Releases("b", "leave")) == 0 }, time.Minute, 200*time.Millisecond)
+	require.Eventually(t, s.NoReleases("b", "leave"), time.Minute, 200*time.Millisecond)
 	require.Nil(t, s.ConfigMapData("b", "default", "app"), "the objects are uninstalled from b")
 	require.Len(t, s.Releases("a", "leave"), 1)
 
 	// Deleting a GitRepo with keepResources forgets the release and keeps its objects.
 	s.CLIRun("delete", "kept")
-	require.Eventually(t, func() bool { return len(s.Releases("a", "kept")) == 0 }, time.Minute, 200*time.Millisecond)
+	require.Eventually(t, s.NoReleases("a", "kept"), time.Minute, 200*time.Millisecond)
 	require.Equal(t, "1", s.ConfigMapData("a", "kept", "app")["v"], "keepResources keeps the objects")
 	require.Eventually(t, func() bool {
 		d, err := s.Client.DescribeWorkflowExecution(context.Background(), workflows.GitRepoWorkflowID("kept"), "")

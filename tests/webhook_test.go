@@ -89,7 +89,7 @@ func TestWebhookPushDeploysAtOnceAndAForgedOneChangesNothing(t *testing.T) {
 	code, res = postHook(t, hook, githubHeaders("push", sign(secret, push)), push)
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, []string{"hooked"}, res.Synced)
-	s.WaitStatus("hooked", 30*time.Second, "the pushed commit Ready", func(st workflows.GitRepoStatus) bool {
+	s.WaitStatus("hooked", 2*time.Minute, "the pushed commit Ready", func(st workflows.GitRepoStatus) bool {
 		return st.Commit == second && harness.AllReady(st)
 	})
 	t.Logf("GitHub push to Ready: %s", time.Since(sent).Round(time.Millisecond))
@@ -104,7 +104,7 @@ func TestWebhookPushDeploysAtOnceAndAForgedOneChangesNothing(t *testing.T) {
 	code, res = postHook(t, hook, gitlabHeaders(secret), gl)
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, []string{"hooked"}, res.Synced)
-	s.WaitStatus("hooked", 30*time.Second, "the GitLab-pushed commit Ready", func(st workflows.GitRepoStatus) bool {
+	s.WaitStatus("hooked", 2*time.Minute, "the GitLab-pushed commit Ready", func(st workflows.GitRepoStatus) bool {
 		return st.Commit == third && harness.AllReady(st)
 	})
 	require.Equal(t, "three", s.ConfigMapData("a", "app", "app")["version"])
@@ -159,11 +159,14 @@ func postHook(t *testing.T, url string, h http.Header, body []byte) (int, webhoo
 	var resp *http.Response
 	require.Eventually(t, func() bool {
 		req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-		require.NoError(t, err)
+		if err != nil {
+			t.Logf("request: %v", err)
+			return false
+		}
 		req.Header = h.Clone()
 		resp, err = client.Do(req)
 		return err == nil
-	}, 30*time.Second, 100*time.Millisecond, "webhook listening at %s", url)
+	}, time.Minute, 100*time.Millisecond, "webhook listening at %s", url)
 	defer resp.Body.Close()
 	var res webhook.Response
 	_ = json.NewDecoder(resp.Body).Decode(&res)

@@ -5,6 +5,7 @@ package proc
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -194,14 +195,64 @@ func stopPID(pid int, grace time.Duration) error {
 	return nil
 }
 
-// FreePort returns a free TCP port on 127.0.0.1.
+// FreePort returns a free TCP port on 127.0.0.1 for a server that will be started with it.
+//
+// The port is picked below the kernel's ephemeral range when it can be: a port from that range (what
+// listening on :0 gives) is also what every outgoing connection on the machine takes as its source port,
+// so between picking it and the server binding it a client connection could take it, and the server would
+// fail to start. Below the range, only another picker can race us; the random start makes that rare.
 func FreePort() (int, error) {
+	lo := ephemeralLow()
+	const floor = 10000
+	if lo-floor >= 1000 {
+		portMu.Lock()
+		defer portMu.Unlock()
+		span := lo - floor
+		start := rand.IntN(span)
+		for i := 0; i < 200; i++ {
+			port := floor + (start+i*7919)%span
+			if handed[port] {
+				continue
+			}
+			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+			if err != nil {
+				continue
+			}
+			l.Close()
+			handed[port] = true
+			return port, nil
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+var (
+	portMu sync.Mutex
+	// handed are the ports this process gave out: two servers it starts must not get the same one, even
+	// when the first has not bound it yet.
+	handed = map[int]bool{}
+)
+
+// ephemeralLow is the first port of the kernel's ephemeral range (Linux default 32768).
+func ephemeralLow() int {
+	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(data))
+	if len(f) == 0 {
+		return 32768
+	}
+	lo, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 32768
+	}
+	return lo
 }
 
 // Tail returns the last n lines of a log file, for an error that explains why a process did not start.

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -57,22 +59,31 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if o.LogFile == "" {
 		o.LogFile = filepath.Join(o.Dir, "temporal.log")
 	}
-	var err error
-	if o.Port == 0 {
-		if o.Port, err = proc.FreePort(); err != nil {
-			return nil, err
-		}
-	}
-	if o.UIPort == 0 && !o.Headless {
-		if o.UIPort, err = proc.FreePort(); err != nil {
-			return nil, err
-		}
-	}
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, err
 	}
 	s := &Server{o: o}
-	return s, s.start(ctx)
+	mayMove := o.Port == 0 && (o.UIPort == 0 || o.Headless)
+	if err := s.pickPorts(); err != nil {
+		return nil, err
+	}
+	return s, s.start(ctx, mayMove)
+}
+
+// pickPorts picks free loopback ports for the zero ones.
+func (s *Server) pickPorts() error {
+	var err error
+	if s.o.Port == 0 {
+		if s.o.Port, err = proc.FreePort(); err != nil {
+			return err
+		}
+	}
+	if s.o.UIPort == 0 && !s.o.Headless {
+		if s.o.UIPort, err = proc.FreePort(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *Server) args() ([]string, error) {
@@ -109,31 +120,90 @@ func (s *Server) args() ([]string, error) {
 	return args, nil
 }
 
-func (s *Server) start(ctx context.Context) error {
+// startAttempts bounds how often a start is retried after the server died while starting. Ports are
+// picked free and then handed to the server, and the dev server picks more of its own (history, matching,
+// membership) the same way, so on a busy machine another process can take one in between: the server then
+// exits at once (seen as a panic in its start-up, "connection refused"). A new attempt picks new ports.
+const startAttempts = 3
+
+func (s *Server) start(ctx context.Context, mayMove bool) error {
+	var err error
+	for attempt := 1; attempt <= startAttempts; attempt++ {
+		var died bool
+		if died, err = s.startOnce(ctx); err == nil || !died || !mayMove {
+			return err
+		}
+		s.o.Port, s.o.UIPort = 0, 0
+		if err := s.pickPorts(); err != nil {
+			return err
+		}
+	}
+	return err
+}
+
+// startOnce starts the process and waits until it is ready; died says the process exited before that.
+func (s *Server) startOnce(ctx context.Context) (died bool, err error) {
 	args, err := s.args()
 	if err != nil {
-		return err
+		return false, err
 	}
 	p, err := proc.Start(proc.Spec{Detached: s.o.Detached, Name: "temporal", Path: s.o.Bin, Args: args, LogFile: s.o.LogFile, PIDFile: s.o.PIDFile})
 	if err != nil {
-		return err
+		return false, err
 	}
 	s.p = p
-	deadline := time.Now().Add(90 * time.Second)
+	// Generous: the server's first start migrates its SQLite schema, which on a loaded 2-core machine takes
+	// far longer than on an idle one.
+	deadline := time.Now().Add(3 * time.Minute)
 	for {
-		if err := s.ping(ctx); err == nil {
-			return nil
-		} else if !p.Alive() || time.Now().After(deadline) {
+		err := s.ready(ctx)
+		if err == nil {
+			return false, nil
+		}
+		if !p.Alive() {
+			return true, fmt.Errorf("temporal dev server exited while starting (%v):\n%s", err, proc.Tail(s.o.LogFile, 15))
+		}
+		if time.Now().After(deadline) {
 			_ = p.Kill()
-			return fmt.Errorf("temporal dev server not ready (%v):\n%s", err, proc.Tail(s.o.LogFile, 15))
+			return false, fmt.Errorf("temporal dev server not ready after 3m (%v):\n%s", err, proc.Tail(s.o.LogFile, 15))
 		}
 		select {
 		case <-ctx.Done():
 			_ = p.Kill()
-			return ctx.Err()
+			return false, ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// ready is true once everything the server runs answers: the frontend serves the namespace and, with the
+// UI on, the UI's own API answers 200. The UI server dials the frontend when it starts; if that was before
+// the frontend listened, its connection sits in gRPC back-off for seconds and every API call answers 503
+// meanwhile, so a UI that merely listens is not ready.
+func (s *Server) ready(ctx context.Context) error {
+	if err := s.ping(ctx); err != nil {
+		return err
+	}
+	if s.o.Headless {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	u := s.UIAddress() + "/api/v1/namespaces/" + url.PathEscape(s.o.Namespace) + "/workflows?pageSize=1"
+	req, err := http.NewRequestWithContext(cctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("web UI: %w", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("web UI answers %d: %s", resp.StatusCode, body)
+	}
+	return nil
 }
 
 func (s *Server) ping(ctx context.Context) error {
@@ -178,5 +248,5 @@ func (s *Server) Restart(ctx context.Context) error {
 	if err := s.Stop(); err != nil {
 		return err
 	}
-	return s.start(ctx)
+	return s.start(ctx, false)
 }

@@ -84,7 +84,8 @@ type Options struct {
 func Start(t *testing.T, o Options) *Stack {
 	t.Helper()
 	RequireBinaries(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	// Generous: on a 2-core machine shared with builds, starting API servers and Temporal can take minutes.
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	s := &Stack{t: t, Dir: t.TempDir(), pool: agentclient.NewPool(nil), workerArgs: o.WorkerArgs}
 	k8s, err := localk8s.Start(ctx, localk8s.Options{Dir: filepath.Join(s.Dir, "clusters"), BinDir: BinDir(), Clusters: o.Clusters,
@@ -227,9 +228,14 @@ func Cluster(st workflows.GitRepoStatus, name string) (workflows.ClusterStatus, 
 // Helm returns a Helm/Kubernetes handle on a backing cluster.
 func (s *Stack) Helm(backing string) *agentclient.Client {
 	s.t.Helper()
-	c, err := s.pool.Get(agentclient.Config{KubeconfigPath: s.K8s.Kubeconfig(backing)})
+	c, err := s.HelmClient(backing)
 	require.NoError(s.t, err)
 	return c
+}
+
+// HelmClient is Helm for a condition of Eventually: it returns its error instead of failing the test.
+func (s *Stack) HelmClient(backing string) (*agentclient.Client, error) {
+	return s.pool.Get(agentclient.Config{KubeconfigPath: s.K8s.Kubeconfig(backing)})
 }
 
 // Repo is a git repository fixture served over file://.
@@ -313,45 +319,96 @@ func (s *Stack) ConfigMapData(backing, namespace, name string) map[string]string
 	return cm.Data
 }
 
+// The helpers below come in two forms: the plain one fails the test on an error, for a step of the
+// scenario; the one that returns its error is for a condition of Eventually, where failing the test would
+// end the condition's goroutine and turn one transient error into a timeout.
+
 // Releases lists a GitRepo's Helm releases on a backing cluster, keyed by release name.
 func (s *Stack) Releases(backing, gitRepo string) map[string]agentclient.ReleaseState {
 	s.t.Helper()
+	rels, err := s.ListReleases(backing, gitRepo)
+	require.NoError(s.t, err)
+	return rels
+}
+
+// ListReleases is Releases returning its error.
+func (s *Stack) ListReleases(backing, gitRepo string) (map[string]agentclient.ReleaseState, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	rels, err := s.Helm(backing).ListReleases(ctx, map[string]string{"flotilla.dev/gitrepo": gitRepo})
-	require.NoError(s.t, err)
+	c, err := s.HelmClient(backing)
+	if err != nil {
+		return nil, err
+	}
+	rels, err := c.ListReleases(ctx, map[string]string{"flotilla.dev/gitrepo": gitRepo})
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: listing releases of gitrepo %s: %w", backing, gitRepo, err)
+	}
 	out := map[string]agentclient.ReleaseState{}
 	for _, r := range rels {
 		out[r.Name] = r
 	}
-	return out
+	return out, nil
+}
+
+// NoReleases is a condition: the GitRepo has no release left on a backing cluster (an error is "not yet").
+func (s *Stack) NoReleases(backing, gitRepo string) func() bool {
+	return func() bool {
+		rels, err := s.ListReleases(backing, gitRepo)
+		if err != nil {
+			s.t.Logf("%v (retrying)", err)
+			return false
+		}
+		return len(rels) == 0
+	}
 }
 
 // History returns every stored revision of a release.
 func (s *Stack) History(backing, namespace, name string) []agentclient.ReleaseState {
 	s.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	h, err := s.Helm(backing).History(ctx, namespace, name)
+	h, err := s.ReleaseHistory(backing, namespace, name)
 	require.NoError(s.t, err)
 	return h
+}
+
+// ReleaseHistory is History returning its error.
+func (s *Stack) ReleaseHistory(backing, namespace, name string) ([]agentclient.ReleaseState, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := s.HelmClient(backing)
+	if err != nil {
+		return nil, err
+	}
+	h, err := c.History(ctx, namespace, name)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: history of release %s/%s: %w", backing, namespace, name, err)
+	}
+	return h, nil
 }
 
 // ActivityCount counts how many times a workflow's current run scheduled an activity type.
 func (s *Stack) ActivityCount(workflowID, activityType string) int {
 	s.t.Helper()
+	n, err := s.CountActivities(workflowID, activityType)
+	require.NoError(s.t, err)
+	return n
+}
+
+// CountActivities is ActivityCount returning its error.
+func (s *Stack) CountActivities(workflowID, activityType string) (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	it := s.Client.GetWorkflowHistory(ctx, workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	n := 0
 	for it.HasNext() {
 		ev, err := it.Next()
-		require.NoError(s.t, err)
+		if err != nil {
+			return 0, fmt.Errorf("history of %s: %w", workflowID, err)
+		}
 		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == activityType {
 			n++
 		}
 	}
-	return n
+	return n, nil
 }
 
 // CountWorkflows counts workflows matching a visibility query, as the Web UI's list does.
@@ -368,6 +425,7 @@ func (s *Stack) CountWorkflows(query string) int64 {
 
 // MarkerNames lists the markers in a workflow's current run, in order ("LocalActivity", "Version", …).
 func (s *Stack) MarkerNames(workflowID string) []string {
+	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var names []string

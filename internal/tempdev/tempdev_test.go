@@ -1,0 +1,73 @@
+package tempdev
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func temporalBin(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("FLOTILLA_BIN")
+	if dir == "" {
+		_, file, _, _ := runtime.Caller(0)
+		dir = filepath.Join(filepath.Dir(file), "..", "..", "bin")
+	}
+	bin := filepath.Join(dir, "temporal")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("%s missing: run `make tools` (make test does it)", bin)
+	}
+	return bin
+}
+
+// Start returns only when everything it started answers: right after it, the Web UI's API (which the
+// browser and the tests call) answers 200, not the 503 of a UI whose frontend connection is in back-off.
+func TestStartReturnsWhenTheWebUIAnswers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	s, err := Start(ctx, Options{Bin: temporalBin(t), Dir: t.TempDir()})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Stop() })
+
+	resp, err := http.Get(s.UIAddress() + "/api/v1/namespaces/default/workflows")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+}
+
+// A server that dies while starting (a port it was given was taken meanwhile) is started again on new
+// ports, rather than failing the test or benchmark that asked for it.
+func TestAServerThatDiesWhileStartingIsStartedAgainOnNewPorts(t *testing.T) {
+	dir := t.TempDir()
+	// The first start exits at once, as a server whose port was taken does; later ones are the real server.
+	wrapper := filepath.Join(dir, "temporal-once-broken")
+	script := fmt.Sprintf("#!/bin/sh\nif [ ! -e %[1]q ]; then : > %[1]q; echo 'bind: address already in use' >&2; exit 1; fi\nexec %[2]q \"$@\"\n",
+		filepath.Join(dir, "failed-once"), temporalBin(t))
+	require.NoError(t, os.WriteFile(wrapper, []byte(script), 0o755))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	s, err := Start(ctx, Options{Bin: wrapper, Dir: filepath.Join(dir, "server"), Headless: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Stop() })
+	require.FileExists(t, filepath.Join(dir, "failed-once"), "the first start failed")
+	require.NoError(t, s.ping(ctx), "the second start serves")
+}
+
+// Ports the server was told to use are kept: a start that fails on them is an error, not a server elsewhere.
+func TestAServerOnFixedPortsIsNotMoved(t *testing.T) {
+	dir := t.TempDir()
+	broken := filepath.Join(dir, "temporal-broken")
+	require.NoError(t, os.WriteFile(broken, []byte("#!/bin/sh\necho 'bind: address already in use' >&2\nexit 1\n"), 0o755))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := Start(ctx, Options{Bin: broken, Dir: filepath.Join(dir, "server"), Port: 47233, Headless: true})
+	require.ErrorContains(t, err, "address already in use")
+}
