@@ -76,3 +76,34 @@ func TestAggregateNamesFailingClustersWorstFirst(t *testing.T) {
 	require.Equal(t, `1/3 clusters ready; cluster "c": bundle "web": map has no entry for key "fqdn"; cluster "b": bundle "web": deployment web/api notReady`, st.Message)
 	require.Equal(t, []string{"a", "b", "c"}, []string{st.Clusters[0].Name, st.Clusters[1].Name, st.Clusters[2].Name})
 }
+
+// Deploying nothing is never Ready: a GitRepo whose targets match no registered cluster, and a bundle
+// that no cluster receives, say so in state and message.
+func TestAGitRepoOrBundleDeployedNowhereIsNotReady(t *testing.T) {
+	none := GitRepoStatus{Commit: "abc", Bundles: []string{"web"}, Clusters: []ClusterStatus{}}
+	aggregate(&none)
+	require.Equal(t, StateNotReady, none.State)
+	require.Equal(t, "0/0 clusters ready; no registered cluster matches the targets", none.Message)
+
+	// "db" is targeted at a only, whose targetCustomization says doNotDeploy: once a reported, db is nowhere.
+	nowhere := GitRepoStatus{Commit: "abc", Bundles: []string{"db", "web"}, Clusters: []ClusterStatus{
+		{Name: "a", State: StateReady, Bundles: []BundleStatus{{Name: "web", State: StateReady}}},
+	}}
+	aggregate(&nowhere)
+	require.Equal(t, StateNotReady, nowhere.State)
+	require.Equal(t, 1, nowhere.ReadyClusters, "the cluster itself is fine")
+	require.Contains(t, nowhere.Message, `bundle "db": no registered cluster matches its targets`)
+
+	// Before a cluster reports, it lists every bundle targeted at it: nothing is called nowhere yet.
+	pending := GitRepoStatus{Commit: "abc", Bundles: []string{"db", "web"}, Clusters: []ClusterStatus{
+		{Name: "a", State: StatePending, Bundles: []BundleStatus{{Name: "db", State: StatePending}, {Name: "web", State: StatePending}}},
+	}}
+	aggregate(&pending)
+	require.Equal(t, StatePending, pending.State)
+	require.NotContains(t, pending.Message, "no registered cluster")
+
+	// Not planned yet (no commit), or a failed plan with its own error: nothing to say about targets.
+	unplanned := GitRepoStatus{Clusters: []ClusterStatus{}}
+	aggregate(&unplanned)
+	require.NotContains(t, unplanned.Message, "no registered cluster")
+}

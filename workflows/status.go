@@ -180,6 +180,34 @@ func sortBundles(bs []BundleStatus) {
 	})
 }
 
+// Messages of a GitRepo or bundle that is deployed nowhere.
+const (
+	MessageNoClusterMatches       = "no registered cluster matches the targets"
+	MessageNoClusterMatchesBundle = "no registered cluster matches its targets (or targetCustomizations say doNotDeploy everywhere)"
+)
+
+// placedNowhere lists the bundles of a planned commit that no cluster receives. A cluster not yet reported
+// lists every bundle targeted at it, so a bundle shows here only once every cluster that might take it has
+// said it does not (a targetCustomization with doNotDeploy), or when no target matches it at all.
+func placedNowhere(st *GitRepoStatus) []string {
+	if st.Commit == "" {
+		return nil
+	}
+	placed := map[string]bool{}
+	for _, c := range st.Clusters {
+		for _, b := range c.Bundles {
+			placed[b.Name] = true
+		}
+	}
+	var nowhere []string
+	for _, b := range st.Bundles {
+		if !placed[b] {
+			nowhere = append(nowhere, b)
+		}
+	}
+	return nowhere
+}
+
 // aggregate builds the GitRepo status from per-cluster statuses. Clusters are listed by name.
 func aggregate(st *GitRepoStatus) {
 	st.Summary = Summary{}
@@ -213,6 +241,20 @@ func aggregate(st *GitRepoStatus) {
 	parts := []string{fmt.Sprintf("%d/%d clusters ready", st.ReadyClusters, st.DesiredReadyClusters)}
 	if st.Error != "" {
 		parts = append(parts, st.Error)
+	}
+	if nowhere := placedNowhere(st); len(nowhere) > 0 && st.Error == "" {
+		// Deploying nothing is never success: a Fleet user who left out targets, or whose selector
+		// matches no cluster, must see it rather than "Ready, 0/0".
+		if !Worse(st.State, StateNotReady) {
+			st.State = StateNotReady
+		}
+		if len(st.Clusters) == 0 {
+			parts = append(parts, MessageNoClusterMatches)
+		} else {
+			for _, b := range nowhere {
+				parts = append(parts, fmt.Sprintf("bundle %q: %s", b, MessageNoClusterMatchesBundle))
+			}
+		}
 	}
 	for i, f := range bad {
 		if i == 10 {

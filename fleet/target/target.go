@@ -5,6 +5,7 @@ package target
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -69,7 +70,7 @@ func (c criteria) matches(ci fleet.ClusterInfo) bool {
 // excludes. No targets means Fleet's default, the ClusterGroup "default".
 func Matches(targets []fleet.GitTarget, c fleet.ClusterInfo) bool {
 	if len(targets) == 0 {
-		targets = []fleet.GitTarget{{Name: "default", ClusterGroup: "default"}}
+		targets = []fleet.GitTarget{{Name: "default", ClusterGroup: DefaultGroup}}
 	}
 	for _, t := range targets {
 		if (criteria{t.ClusterName, t.ClusterSelector, t.ClusterGroup, t.ClusterGroupSelector}).matches(c) {
@@ -102,14 +103,25 @@ func Validate(targets []fleet.GitTarget) error {
 func GroupsOf(c fleet.Cluster, groups []fleet.ClusterGroup) ([]string, map[string]map[string]string) {
 	var names []string
 	gl := map[string]map[string]string{}
+	ownDefault := false
 	for _, g := range groups {
+		ownDefault = ownDefault || g.Metadata.Name == DefaultGroup
 		if g.Spec.Selector != nil && selectorMatches(g.Spec.Selector, c.Metadata.Labels) {
 			names = append(names, g.Metadata.Name)
 			gl[g.Metadata.Name] = g.Metadata.Labels
 		}
 	}
+	if !ownDefault {
+		names = append(names, DefaultGroup)
+		sort.Strings(names)
+	}
 	return names, gl
 }
+
+// DefaultGroup is the ClusterGroup that a GitRepo without targets deploys to (Fleet's rule). Until the
+// user applies a ClusterGroup of that name, it holds every registered cluster, as Fleet's own "default"
+// group does, so a single-cluster quick start with no targets deploys.
+const DefaultGroup = "default"
 
 // Customize merges the first matching targetCustomization over the bundle's options (Fleet's merge:
 // scalars override when set, helm values deep-merge, overlays append, booleans OR, correctDrift replaces).

@@ -1,0 +1,40 @@
+package target
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/flotilla-gitops/flotilla/fleet"
+)
+
+func cluster(name string, labels map[string]string) fleet.Cluster {
+	return fleet.Cluster{Metadata: fleet.ObjectMeta{Name: name, Labels: labels}}
+}
+
+func info(c fleet.Cluster, groups []fleet.ClusterGroup) fleet.ClusterInfo {
+	names, labels := GroupsOf(c, groups)
+	return fleet.ClusterInfo{Name: c.Metadata.Name, Labels: c.Metadata.Labels, Groups: names, GroupLabels: labels}
+}
+
+// Fleet's rule: a GitRepo without targets deploys to the ClusterGroup "default". Out of the box that
+// group holds every registered cluster; a "default" group the user applies replaces it.
+func TestNoTargetsMeansTheDefaultGroup(t *testing.T) {
+	prod := cluster("prod", map[string]string{"env": "prod"})
+	dev := cluster("dev", map[string]string{"env": "dev"})
+	teams := []fleet.ClusterGroup{{Metadata: fleet.ObjectMeta{Name: "team-a"},
+		Spec: fleet.ClusterGroupSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "dev"}}}}}
+
+	for _, c := range []fleet.Cluster{prod, dev} {
+		require.True(t, Matches(nil, info(c, nil)), "cluster %s with no groups at all", c.Metadata.Name)
+		require.True(t, Matches(nil, info(c, teams)), "cluster %s beside the user's other groups", c.Metadata.Name)
+	}
+	require.Equal(t, []string{"default", "team-a"}, info(dev, teams).Groups)
+
+	own := append(teams, fleet.ClusterGroup{Metadata: fleet.ObjectMeta{Name: "default"},
+		Spec: fleet.ClusterGroupSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}}})
+	require.True(t, Matches(nil, info(prod, own)), "the user's own default group selects prod")
+	require.False(t, Matches(nil, info(dev, own)), "and no longer dev")
+	require.False(t, Matches([]fleet.GitTarget{{ClusterName: "elsewhere"}}, info(dev, nil)), "explicit targets are not widened")
+}
