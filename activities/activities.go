@@ -169,7 +169,7 @@ func (a *Activities) observeBundle(ctx context.Context, h *clusterHandle, t Clus
 	rel, err := a.render(h, t, ref, false)
 	if err != nil {
 		o.Error, o.ErrorType = err.Error(), renderErrorType(err)
-		return o, nil
+		return o, a.observeStuck(ctx, h, t, &o, resources)
 	}
 	o.ReleaseName, o.Namespace, o.Deploy, o.DesiredID = rel.Name, rel.Namespace, rel.Deploy, rel.DeploymentID
 	var st agentclient.ReleaseState
@@ -182,11 +182,55 @@ func (a *Activities) observeBundle(ctx context.Context, h *clusterHandle, t Clus
 	if err != nil {
 		return o, err
 	}
-	o.Release = ReleaseInfo{Exists: st.Exists, Status: st.Status, Revision: st.Revision, DeploymentID: st.DeploymentID, Description: st.Description}
+	o.Release = releaseInfo(st)
 	if resources && st.Exists && st.Status == "deployed" {
 		o.Resources = summarizeObjects(objs)
 	}
 	return o, nil
+}
+
+// observeStuck reads what still runs of a bundle that no longer renders: without a rendering there is no
+// release name to look up, so the release is found by the labels Flotilla stamped on it. Status then shows
+// the live release (its revision, commit and objects) beside the error that stops it from moving, instead
+// of a bundle that seems to run nothing. Only a lost cluster is an error; any other failed read leaves the
+// render error alone.
+func (a *Activities) observeStuck(ctx context.Context, h *clusterHandle, t ClusterTarget, o *BundleObservation, resources bool) error {
+	rels, err := h.client.ListReleases(ctx, map[string]string{LabelGitRepo: t.GitRepo, LabelBundle: o.Bundle})
+	if err != nil {
+		if agentclient.IsUnreachable(err) {
+			return err
+		}
+		return nil
+	}
+	if len(rels) == 0 {
+		return nil
+	}
+	live := rels[0]
+	for _, r := range rels[1:] { // one release per bundle and cluster; should there be more, the newest
+		if r.Updated.After(live.Updated) {
+			live = r
+		}
+	}
+	o.ReleaseName, o.Namespace = live.Name, live.Namespace
+	o.Release = releaseInfo(live)
+	if !resources || live.Status != "deployed" {
+		return nil
+	}
+	st, objs, err := h.client.Inspect(ctx, live.Namespace, live.Name, checkOptions(fleet.BundleDeploymentOptions{}))
+	if err != nil {
+		if agentclient.IsUnreachable(err) {
+			return err
+		}
+		return nil
+	}
+	o.Release = releaseInfo(st)
+	o.Resources = summarizeObjects(objs)
+	return nil
+}
+
+func releaseInfo(st agentclient.ReleaseState) ReleaseInfo {
+	return ReleaseInfo{Exists: st.Exists, Status: st.Status, Revision: st.Revision, DeploymentID: st.DeploymentID,
+		Description: st.Description, Commit: st.Labels[LabelCommit]}
 }
 
 // Apply performs the decided release actions. Each action first re-checks that the bundle still renders

@@ -123,6 +123,8 @@ type ReleaseInfo struct {
 	Revision     int    `json:"revision,omitempty"`
 	DeploymentID string `json:"deploymentID,omitempty"`
 	Description  string `json:"description,omitempty"`
+	// Commit is the (short) commit the revision was deployed from.
+	Commit string `json:"commit,omitempty"`
 }
 
 // ResourceSummary counts the objects a release owns by state, with Fleet's key names.

@@ -107,3 +107,22 @@ func TestAGitRepoOrBundleDeployedNowhereIsNotReady(t *testing.T) {
 	aggregate(&unplanned)
 	require.NotContains(t, unplanned.Message, "no registered cluster")
 }
+
+// A bundle that cannot move still shows what runs: the live release's commit and revision beside the error.
+func TestAFailingBundleSaysWhereItIsStuck(t *testing.T) {
+	o := activities.BundleObservation{Bundle: "web", Error: `values.yaml: map has no entry for key "fqdn"`,
+		Release:   activities.ReleaseInfo{Exists: true, Status: "deployed", Revision: 3, Commit: "0123456789ab"},
+		Resources: activities.ResourceSummary{Counts: activities.ResourceCounts{DesiredReady: 3, Ready: 3}}}
+	st := bundleStatus(o, "")
+	require.Equal(t, StateErrApplied, st.State)
+	require.Equal(t, `stuck at 0123456789ab (revision 3): values.yaml: map has no entry for key "fqdn"`, st.Message)
+	require.Equal(t, 3, st.ResourceCounts.Ready)
+	require.Equal(t, 3, st.Revision)
+
+	o.Error = ""
+	o.DesiredID, o.Release.DeploymentID = "new", "old"
+	require.Equal(t, "stuck at 0123456789ab (revision 3): helm: timed out", bundleStatus(o, "helm: timed out").Message)
+
+	never := activities.BundleObservation{Bundle: "web", Error: "boom"}
+	require.Equal(t, "boom", bundleStatus(never, "").Message, "nothing runs: the error alone")
+}

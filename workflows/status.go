@@ -121,9 +121,9 @@ func bundleStatus(o activities.BundleObservation, failure string) BundleStatus {
 	s.ResourceCounts = o.Resources.Counts
 	switch {
 	case o.Error != "":
-		s.State, s.Message = StateErrApplied, o.Error
+		s.State, s.Message = StateErrApplied, stuck(o.Release, o.Error)
 	case failure != "":
-		s.State, s.Message = StateErrApplied, failure
+		s.State, s.Message = StateErrApplied, stuck(o.Release, failure)
 	case !o.Release.Exists:
 		s.State, s.Message = StateWaitApplied, "release not installed yet"
 	case o.Release.Status == "failed":
@@ -138,6 +138,19 @@ func bundleStatus(o activities.BundleObservation, failure string) BundleStatus {
 		s.State = StateReady
 	}
 	return s
+}
+
+// stuck says where a bundle that cannot move is held: what still runs (its commit, else its revision) and
+// the error that stops it, so a failing bundle never looks as if it ran nothing.
+func stuck(live activities.ReleaseInfo, err string) string {
+	switch {
+	case !live.Exists:
+		return err
+	case live.Commit != "":
+		return fmt.Sprintf("stuck at %s (revision %d): %s", live.Commit, live.Revision, err)
+	default:
+		return fmt.Sprintf("stuck at revision %d: %s", live.Revision, err)
+	}
 }
 
 // summarizeCluster derives a cluster's state, message and counts from its bundles.
