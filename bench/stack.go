@@ -218,7 +218,8 @@ func (r *run) startWorker(ctx context.Context) error {
 		return err
 	}
 	r.worker = w
-	deadline := time.Now().Add(time.Minute)
+	// Generous: a benchmark may share its 2 cores with a build; the deadline only catches a wedged worker.
+	deadline := time.Now().Add(3 * time.Minute)
 	for time.Now().Before(deadline) {
 		if r.polled(ctx, enumspb.TASK_QUEUE_TYPE_WORKFLOW) && r.polled(ctx, enumspb.TASK_QUEUE_TYPE_ACTIVITY) {
 			return nil
@@ -228,7 +229,7 @@ func (r *run) startWorker(ctx context.Context) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return errors.New("flotilla-worker does not poll its task queue after a minute")
+	return errors.New("flotilla-worker does not poll its task queue after 3 minutes")
 }
 
 // polled reports whether a worker process of the current generation polls the task queue.
