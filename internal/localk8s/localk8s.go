@@ -256,6 +256,18 @@ func (e *Env) httpClient() *http.Client {
 	}}
 }
 
+// The fake node must look alive for hours. Without a node lease, kwok's default node heartbeat patches
+// the node's status every 20 s plus up to 25 s of jitter (kwok's node-heartbeat stage), and later still
+// on a loaded machine, which overruns kube-controller-manager's default 50 s grace period: the node goes
+// NotReady and every pod with it, and kwok's pod stages never set them back. With a lease kwok renews it
+// every quarter of its duration, as a kubelet does, so the controller sees a heartbeat every 10 s; the
+// longer grace period is a second line for a kwok starved of CPU for a while.
+const (
+	nodeLeaseSeconds = 40
+	// NodeMonitorGracePeriod is how long a node may go without a heartbeat before it is NotReady.
+	NodeMonitorGracePeriod = 2 * time.Minute
+)
+
 func (e *Env) startWorkers(ctx context.Context, c *cluster) error {
 	kc := c.kubeconfig
 	stages := filepath.Join(c.dir, "kwok-stages.yaml")
@@ -268,6 +280,7 @@ func (e *Env) startWorkers(ctx context.Context, c *cluster) error {
 			"--secure-port=0", "--leader-elect=false", "--service-account-private-key-file=" + e.pki.SAKey,
 			"--root-ca-file=" + e.pki.CA, "--use-service-account-credentials=false", "--controllers=*",
 			"--flex-volume-plugin-dir=" + filepath.Join(c.dir, "flex"),
+			"--node-monitor-grace-period=" + NodeMonitorGracePeriod.String(),
 		}},
 		{Name: c.opts.Name + "-scheduler", Path: e.bin("kube-scheduler"), Args: []string{
 			"--kubeconfig=" + kc, "--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc,
@@ -275,6 +288,7 @@ func (e *Env) startWorkers(ctx context.Context, c *cluster) error {
 		}},
 		{Name: c.opts.Name + "-kwok", Path: e.bin("kwok"), Args: []string{
 			"--kubeconfig=" + kc, "--manage-all-nodes=true", "--node-ip=127.0.0.1", "--cidr=10.244.0.1/24", "--config=" + stages,
+			fmt.Sprintf("--node-lease-duration-seconds=%d", nodeLeaseSeconds),
 		}},
 	}
 	for _, s := range specs {
