@@ -11,6 +11,9 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
+
+	"github.com/flotilla-gitops/flotilla/internal/searchattr"
+	"github.com/flotilla-gitops/flotilla/workflows"
 )
 
 // exitError carries a specific exit code (e.g. 3: not ready before --timeout).
@@ -72,6 +75,23 @@ func (g *globals) dial() (client.Client, error) {
 	c, err := client.Dial(client.Options{HostPort: g.address, Namespace: g.namespace, Logger: sdklog.NewStructuredLogger(discardLogger())})
 	if err != nil {
 		return nil, fmt.Errorf("connecting to Temporal at %s: %w", g.address, err)
+	}
+	return c, nil
+}
+
+// dialGitRepos dials for a command that reads or steers GitRepos: on a namespace without Flotilla's search
+// attributes no GitRepo can run, and the command says so instead of printing nothing. Registering
+// clusters and applying GitRepos need no such check: a worker started later creates the attributes.
+func (g *globals) dialGitRepos() (client.Client, error) {
+	c, err := g.dial()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := g.ctx()
+	defer cancel()
+	if err := searchattr.Check(ctx, searchattr.Service{Client: c.OperatorService()}, g.namespace, workflows.SearchAttributes); err != nil {
+		c.Close()
+		return nil, err
 	}
 	return c, nil
 }

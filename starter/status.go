@@ -32,7 +32,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 		Short: "Show a GitRepo's status per cluster and bundle (--wait: until every cluster is Ready)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := g.dial()
+			c, err := g.dialGitRepos()
 			if err != nil {
 				return err
 			}
@@ -122,7 +122,7 @@ func newGetCmd(g *globals) *cobra.Command {
 		Short:   "List GitRepos with their state, ready clusters and commit",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := g.dial()
+			c, err := g.dialGitRepos()
 			if err != nil {
 				return err
 			}
@@ -187,7 +187,7 @@ func newSignalCmd(g *globals, verb, short string, sig signalKind) *cobra.Command
 		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := g.dial()
+			c, err := g.dialGitRepos()
 			if err != nil {
 				return err
 			}

@@ -23,6 +23,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/activities"
 	"github.com/flotilla-gitops/flotilla/agentclient"
 	"github.com/flotilla-gitops/flotilla/internal/gitcache"
+	"github.com/flotilla-gitops/flotilla/internal/searchattr"
 	"github.com/flotilla-gitops/flotilla/internal/workeropts"
 	"github.com/flotilla-gitops/flotilla/internal/zaplog"
 	"github.com/flotilla-gitops/flotilla/inventory"
@@ -81,6 +82,17 @@ func run() error {
 			return err
 		}
 		cache.Creds = creds
+	}
+	// Without Flotilla's search attributes every workflow task fails and nothing says why: check (and
+	// create where allowed) before polling, and stop with the commands to run otherwise.
+	sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	created, err := searchattr.Ensure(sctx, searchattr.Service{Client: c.OperatorService()}, *namespace, workflows.SearchAttributes)
+	cancel()
+	if err != nil {
+		return err
+	}
+	if len(created) > 0 {
+		log.Info("created search attributes", zap.String("namespace", *namespace), zap.Strings("names", created))
 	}
 	if err := ensureInventory(c); err != nil {
 		return err

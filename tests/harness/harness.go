@@ -78,6 +78,8 @@ type Options struct {
 	Clusters []localk8s.ClusterOptions
 	// WorkerArgs are extra flags for flotilla-worker, e.g. --webhook-listen.
 	WorkerArgs []string
+	// BareTemporal starts the dev server without Flotilla's search attributes, as a user's own server is.
+	BareTemporal bool
 }
 
 // Start brings a stack up and registers its teardown.
@@ -93,8 +95,12 @@ func Start(t *testing.T, o Options) *Stack {
 	require.NoError(t, err)
 	s.K8s = k8s
 	t.Cleanup(func() { _ = k8s.Stop() })
+	attrs := workflows.SearchAttributes
+	if o.BareTemporal {
+		attrs = nil
+	}
 	tmp, err := tempdev.Start(ctx, tempdev.Options{Bin: filepath.Join(BinDir(), "temporal"), Dir: filepath.Join(s.Dir, "temporal"),
-		SearchAttributes: workflows.SearchAttributes, LogFile: filepath.Join(s.Dir, "temporal.log")})
+		SearchAttributes: attrs, LogFile: filepath.Join(s.Dir, "temporal.log")})
 	require.NoError(t, err)
 	s.Temporal = tmp
 	t.Cleanup(func() { _ = tmp.Stop() })
