@@ -37,19 +37,7 @@ func TestClustersRunWorkloadsAndSurviveAnAPIServerRestart(t *testing.T) {
 	defer env.Stop()
 
 	cs := clientset(t, env.Kubeconfig("full"))
-	replicas := int32(2)
-	labels := map[string]string{"app": "demo"}
-	_, err = cs.AppsV1().Deployments("default").Create(ctx, &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "demo"},
-		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.invalid/demo"}}}}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		d, err := cs.AppsV1().Deployments("default").Get(ctx, "demo", metav1.GetOptions{})
-		return err == nil && d.Status.ReadyReplicas == 2
-	}, time.Minute, 200*time.Millisecond)
+	createDemo(ctx, t, cs, 2)
 
 	lean := clientset(t, env.Kubeconfig("lean"))
 	_, err = lean.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "keep"}}, metav1.CreateOptions{})
@@ -87,19 +75,7 @@ func TestTheFakeNodeHeartbeatsWellInsideTheGracePeriod(t *testing.T) {
 	require.NoError(t, err)
 	defer env.Stop()
 	cs := clientset(t, env.Kubeconfig("edge"))
-	replicas := int32(1)
-	labels := map[string]string{"app": "demo"}
-	_, err = cs.AppsV1().Deployments("default").Create(ctx, &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "demo"},
-		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.invalid/demo"}}}}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		d, err := cs.AppsV1().Deployments("default").Get(ctx, "demo", metav1.GetOptions{})
-		return err == nil && d.Status.AvailableReplicas == 1
-	}, 2*time.Minute, 200*time.Millisecond)
+	createDemo(ctx, t, cs, 1)
 
 	// Watch three lease renewals: each must come well inside the grace period (a quarter of it, which
 	// leaves room for a loaded machine), and the node and the Deployment must stay healthy throughout.
@@ -129,4 +105,21 @@ func TestTheFakeNodeHeartbeatsWellInsideTheGracePeriod(t *testing.T) {
 	for i := 1; i < len(renewals); i++ {
 		require.Less(t, renewals[i].Sub(renewals[i-1]), NodeMonitorGracePeriod/4, "renewal %d", i)
 	}
+}
+
+// createDemo creates the Deployment "demo" and waits until kwok makes its replicas ready and available.
+func createDemo(ctx context.Context, t *testing.T, cs kubernetes.Interface, replicas int32) {
+	t.Helper()
+	labels := map[string]string{"app": "demo"}
+	_, err := cs.AppsV1().Deployments("default").Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "demo"},
+		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.invalid/demo"}}}}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		d, err := cs.AppsV1().Deployments("default").Get(ctx, "demo", metav1.GetOptions{})
+		return err == nil && d.Status.ReadyReplicas == replicas && d.Status.AvailableReplicas == replicas
+	}, 2*time.Minute, 200*time.Millisecond)
 }
