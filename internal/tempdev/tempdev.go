@@ -122,8 +122,9 @@ func (s *Server) args() ([]string, error) {
 
 // startAttempts bounds how often a start is retried after the server died while starting. Ports are
 // picked free and then handed to the server, and the dev server picks more of its own (history, matching,
-// membership) the same way, so on a busy machine another process can take one in between: the server then
-// exits at once (seen as a panic in its start-up, "connection refused"). A new attempt picks new ports.
+// membership) the same way, so on a busy machine another process can take one in between and the server
+// exits at once. A start-up panic ("connection refused") seen once in a benchmark fits that cause, though
+// it was not reproduced. Whatever killed it, a new attempt on new ports costs seconds.
 const startAttempts = 3
 
 func (s *Server) start(ctx context.Context, mayMove bool) error {
