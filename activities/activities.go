@@ -216,7 +216,7 @@ func (a *Activities) observeStuck(ctx context.Context, h *clusterHandle, t Clust
 	if !resources || live.Status != "deployed" {
 		return nil
 	}
-	st, objs, err := h.client.Inspect(ctx, live.Namespace, live.Name, checkOptions(fleet.BundleDeploymentOptions{}))
+	st, objs, err := h.client.Inspect(ctx, live.Namespace, live.Name, agentclient.CheckOptions{})
 	if err != nil {
 		if agentclient.IsUnreachable(err) {
 			return err

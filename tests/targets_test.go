@@ -19,10 +19,9 @@ import (
 func TestTargetsLeftOutDeployToTheDefaultGroupAndNowhereIsNotReady(t *testing.T) {
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a"}}})
 	repo := s.NewRepo(map[string]string{
-		"app/cm.yaml":         fmt.Sprintf(configMapV, "1"),
-		"skipped/cm.yaml":     fmt.Sprintf(configMapV, "2"),
-		"skipped/fleet.yaml":  "targetCustomizations:\n- name: not-here\n  clusterName: a\n  doNotDeploy: true\n",
-		"skipped/values.yaml": "unused: true\n",
+		"app/cm.yaml":        fmt.Sprintf(configMapV, "1"),
+		"skipped/cm.yaml":    fmt.Sprintf(configMapV, "2"),
+		"skipped/fleet.yaml": "targetCustomizations:\n- name: not-here\n  clusterName: a\n  doNotDeploy: true\n",
 	})
 	s.AddCluster("a", "a", map[string]string{"env": "dev"}, nil)
 

@@ -102,6 +102,15 @@ func TestAGitRepoOrBundleDeployedNowhereIsNotReady(t *testing.T) {
 	require.Equal(t, StatePending, pending.State)
 	require.NotContains(t, pending.Message, "no registered cluster")
 
+	// A cluster never reached has not said which bundles it takes: its silence is not "nowhere".
+	unreached := GitRepoStatus{Commit: "abc", Bundles: []string{"db", "web"}, Clusters: []ClusterStatus{
+		{Name: "a", State: StateReady, Reachable: true, Bundles: []BundleStatus{{Name: "web", State: StateReady}}},
+		{Name: "b", State: StateErrApplied, Message: `cluster "b": connection refused`},
+	}}
+	aggregate(&unreached)
+	require.Equal(t, StateErrApplied, unreached.State)
+	require.NotContains(t, unreached.Message, "no registered cluster")
+
 	// Not planned yet (no commit), or a failed plan with its own error: nothing to say about targets.
 	unplanned := GitRepoStatus{Clusters: []ClusterStatus{}}
 	aggregate(&unplanned)
@@ -122,6 +131,9 @@ func TestAFailingBundleSaysWhereItIsStuck(t *testing.T) {
 	o.Error = ""
 	o.DesiredID, o.Release.DeploymentID = "new", "old"
 	require.Equal(t, "stuck at 0123456789ab (revision 3): helm: timed out", bundleStatus(o, "helm: timed out").Message)
+
+	o.Release.Status = "failed" // the failed upgrade is the latest revision: it is not where the bundle runs
+	require.Equal(t, "helm: timed out", bundleStatus(o, "helm: timed out").Message)
 
 	never := activities.BundleObservation{Bundle: "web", Error: "boom"}
 	require.Equal(t, "boom", bundleStatus(never, "").Message, "nothing runs: the error alone")

@@ -141,10 +141,11 @@ func bundleStatus(o activities.BundleObservation, failure string) BundleStatus {
 }
 
 // stuck says where a bundle that cannot move is held: what still runs (its commit, else its revision) and
-// the error that stops it, so a failing bundle never looks as if it ran nothing.
+// the error that stops it, so a failing bundle never looks as if it ran nothing. A latest revision that is
+// not deployed (a failed upgrade) is not "where it runs": the error alone says more.
 func stuck(live activities.ReleaseInfo, err string) string {
 	switch {
-	case !live.Exists:
+	case !live.Exists || live.Status != "deployed":
 		return err
 	case live.Commit != "":
 		return fmt.Sprintf("stuck at %s (revision %d): %s", live.Commit, live.Revision, err)
@@ -201,13 +202,18 @@ const (
 
 // placedNowhere lists the bundles of a planned commit that no cluster receives. A cluster not yet reported
 // lists every bundle targeted at it, so a bundle shows here only once every cluster that might take it has
-// said it does not (a targetCustomization with doNotDeploy), or when no target matches it at all.
+// said it does not (a targetCustomization with doNotDeploy), or when no target matches it at all. A
+// cluster that was never reached has said nothing about its bundles, so while one exists nothing is
+// called nowhere.
 func placedNowhere(st *GitRepoStatus) []string {
 	if st.Commit == "" {
 		return nil
 	}
 	placed := map[string]bool{}
 	for _, c := range st.Clusters {
+		if !c.Reachable && len(c.Bundles) == 0 {
+			return nil
+		}
 		for _, b := range c.Bundles {
 			placed[b.Name] = true
 		}

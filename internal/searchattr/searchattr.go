@@ -8,7 +8,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -42,15 +43,8 @@ type MissingError struct {
 }
 
 func (e *MissingError) Error() string {
-	names := sortedKeys(e.Missing)
-	var b strings.Builder
-	fmt.Fprintf(&b, "namespace %q lacks Flotilla's search attributes %s and they could not be created (%v); create them with:",
-		e.Namespace, strings.Join(names, ", "), e.Cause)
-	for _, n := range names {
-		fmt.Fprintf(&b, "\n  temporal operator search-attribute create --namespace %s --name %s --type %s", e.Namespace, n, e.Missing[n])
-	}
-	b.WriteString("\n(on Temporal Cloud: tcld namespace search-attributes add, or the Cloud UI)")
-	return b.String()
+	return fmt.Sprintf("namespace %q lacks Flotilla's search attributes %s and they could not be created (%v); create them with:\n%s",
+		e.Namespace, strings.Join(sortedKeys(e.Missing), ", "), e.Cause, strings.TrimRight(Commands(e.Namespace, e.Missing), "\n"))
 }
 
 // Ensure makes sure every attribute in want (name → type name, as the Temporal CLI spells it: Keyword,
@@ -60,27 +54,16 @@ func Ensure(ctx context.Context, op Operator, namespace string, want map[string]
 	if err != nil {
 		return nil, fmt.Errorf("namespace %q: cannot list search attributes (%w); make sure these exist:\n%s", namespace, err, Commands(namespace, want))
 	}
-	missing := map[string]string{}
-	add := map[string]enumspb.IndexedValueType{}
-	var conflicts []error
-	for _, name := range sortedKeys(want) {
-		t, err := valueType(want[name])
-		if err != nil {
-			return nil, fmt.Errorf("search attribute %s: %w", name, err)
-		}
-		got, ok := have[name]
-		switch {
-		case !ok:
-			missing[name], add[name] = want[name], t
-		case got != t:
-			conflicts = append(conflicts, &ConflictError{Namespace: namespace, Name: name, Want: want[name], Have: typeName(got)})
-		}
+	missing, err := compare(namespace, have, want)
+	if err != nil {
+		return nil, err
 	}
-	if len(conflicts) > 0 {
-		return nil, errors.Join(conflicts...)
-	}
-	if len(add) == 0 {
+	if len(missing) == 0 {
 		return nil, nil
+	}
+	add := map[string]enumspb.IndexedValueType{}
+	for name, typ := range missing {
+		add[name], _ = valueType(typ) // compare checked every type
 	}
 	err = op.AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{Namespace: namespace, SearchAttributes: add})
 	if status.Code(err) == codes.AlreadyExists {
@@ -92,17 +75,6 @@ func Ensure(ctx context.Context, op Operator, namespace string, want map[string]
 	return sortedKeys(missing), nil
 }
 
-// IsMissingAttribute reports whether an error from the server says a search attribute is not defined in
-// the namespace, as a query or visibility list on a namespace without Flotilla's attributes answers.
-func IsMissingAttribute(err error) bool {
-	if err == nil {
-		return false
-	}
-	m := err.Error()
-	return strings.Contains(m, "no mapping defined for search attribute") || strings.Contains(m, "is not defined") ||
-		strings.Contains(m, "BadSearchAttributes")
-}
-
 // Commands are the commands that create the attributes, for a message to an operator.
 func Commands(namespace string, want map[string]string) string {
 	var b strings.Builder
@@ -110,6 +82,27 @@ func Commands(namespace string, want map[string]string) string {
 		fmt.Fprintf(&b, "  temporal operator search-attribute create --namespace %s --name %s --type %s\n", namespace, n, want[n])
 	}
 	return b.String()
+}
+
+// compare returns the wanted attributes the namespace lacks (name → type), or an error naming those that
+// exist with another type, or a wanted type that is not one.
+func compare(namespace string, have map[string]enumspb.IndexedValueType, want map[string]string) (map[string]string, error) {
+	missing := map[string]string{}
+	var conflicts []error
+	for _, name := range sortedKeys(want) {
+		t, err := valueType(want[name])
+		if err != nil {
+			return nil, fmt.Errorf("search attribute %s: %w", name, err)
+		}
+		got, ok := have[name]
+		switch {
+		case !ok:
+			missing[name] = want[name]
+		case got != t:
+			conflicts = append(conflicts, &ConflictError{Namespace: namespace, Name: name, Want: want[name], Have: got.String()})
+		}
+	}
+	return missing, errors.Join(conflicts...)
 }
 
 func valueType(name string) (enumspb.IndexedValueType, error) {
@@ -120,18 +113,7 @@ func valueType(name string) (enumspb.IndexedValueType, error) {
 	return t, nil
 }
 
-func typeName(t enumspb.IndexedValueType) string {
-	return strings.TrimPrefix(t.String(), "INDEXED_VALUE_TYPE_")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // Service adapts Temporal's OperatorService client (client.Client.OperatorService()).
 type Service struct {
@@ -161,11 +143,9 @@ func Check(ctx context.Context, op Operator, namespace string, want map[string]s
 	if err != nil {
 		return nil
 	}
-	missing := map[string]string{}
-	for name, typ := range want {
-		if _, ok := have[name]; !ok {
-			missing[name] = typ
-		}
+	missing, err := compare(namespace, have, want)
+	if err != nil {
+		return err
 	}
 	if len(missing) == 0 {
 		return nil

@@ -153,8 +153,7 @@ func (s *Server) startOnce(ctx context.Context) (died bool, err error) {
 		return false, err
 	}
 	s.p = p
-	// Generous: the server's first start migrates its SQLite schema, which on a loaded 2-core machine takes
-	// far longer than on an idle one.
+	// Generous: the deadline only catches a server that never comes up, not a slow start on a loaded machine.
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		err := s.ready(ctx)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,9 +66,15 @@ func TestAServerThatDiesWhileStartingIsStartedAgainOnNewPorts(t *testing.T) {
 func TestAServerOnFixedPortsIsNotMoved(t *testing.T) {
 	dir := t.TempDir()
 	broken := filepath.Join(dir, "temporal-broken")
-	require.NoError(t, os.WriteFile(broken, []byte("#!/bin/sh\necho 'bind: address already in use' >&2\nexit 1\n"), 0o755))
+	starts := filepath.Join(dir, "starts")
+	script := fmt.Sprintf("#!/bin/sh\necho \"$*\" >> %q\necho 'bind: address already in use' >&2\nexit 1\n", starts)
+	require.NoError(t, os.WriteFile(broken, []byte(script), 0o755))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	_, err := Start(ctx, Options{Bin: broken, Dir: filepath.Join(dir, "server"), Port: 47233, Headless: true})
 	require.ErrorContains(t, err, "address already in use")
+	tried, err := os.ReadFile(starts)
+	require.NoError(t, err)
+	require.Equal(t, 1, strings.Count(string(tried), "\n"), "one start, on the port it was given:\n%s", tried)
+	require.Contains(t, string(tried), "--port 47233")
 }
