@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -51,20 +49,16 @@ func (e *LoadError) Unwrap() error { return e.Err }
 var fleetFiles = []string{"fleet.yaml", "fleet.yml"}
 var markerFiles = []string{"Chart.yaml", "kustomization.yaml", "kustomization.yml", "Kustomization"}
 
-func has(dir string, names []string) string {
+func has(repo *safepath.Repo, dir string, names []string) string {
 	for _, n := range names {
-		if st, err := os.Stat(filepath.Join(dir, n)); err == nil && !st.IsDir() {
+		if st, err := repo.Stat(path.Join(dir, n)); err == nil && !st.IsDir() {
 			return n
 		}
 	}
 	return ""
 }
 
-func hasManifests(dir string) bool {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return false
-	}
+func hasManifests(entries []fs.DirEntry) bool {
 	for _, e := range entries {
 		ext := strings.ToLower(path.Ext(e.Name()))
 		if !e.IsDir() && (ext == ".yaml" || ext == ".yml" || ext == ".json") {
@@ -77,23 +71,27 @@ func hasManifests(dir string) bool {
 // Discover lists the bundles under paths (globs allowed; empty means the root), sorted by path.
 // A folder with fleet.yaml is always a bundle; a folder with a chart, a kustomization or manifests is one
 // unless it lies inside another bundle, whose subfolders (templates/, overlays/, bases) belong to it.
+// Every step goes through the checkout's root: a linked folder is never walked, and a path or glob that
+// resolves outside the repository is an error.
 func Discover(root, gitRepoName string, paths []string) ([]Ref, error) {
 	if len(paths) == 0 {
 		paths = []string{"."}
 	}
-	realRoot, err := filepath.EvalSymlinks(root)
+	repo, err := safepath.Open(root)
 	if err != nil {
 		return nil, err
 	}
+	defer repo.Close()
+	fsys := repo.FS()
 	seen := map[string]bool{}
 	var refs []Ref
 	for i, p := range paths {
-		starts, err := expand(realRoot, p)
+		starts, err := expand(repo, p)
 		if err != nil {
 			return nil, fmt.Errorf("paths[%d] %q: %w", i, p, err)
 		}
 		for _, start := range starts {
-			err := filepath.WalkDir(start, func(dir string, d fs.DirEntry, err error) error {
+			err := fs.WalkDir(fsys, start, func(dir string, d fs.DirEntry, err error) error {
 				if err != nil {
 					return err
 				}
@@ -101,12 +99,10 @@ func Discover(root, gitRepoName string, paths []string) ([]Ref, error) {
 					return nil
 				}
 				if dir != start && strings.HasPrefix(d.Name(), ".") {
-					return filepath.SkipDir
+					return fs.SkipDir
 				}
-				rel, _ := filepath.Rel(realRoot, dir)
-				rel = filepath.ToSlash(rel)
 				inside := false
-				for q := path.Dir(rel); ; q = path.Dir(q) {
+				for q := path.Dir(dir); ; q = path.Dir(q) {
 					if seen[q] {
 						inside = true
 						break
@@ -115,13 +111,17 @@ func Discover(root, gitRepoName string, paths []string) ([]Ref, error) {
 						break
 					}
 				}
-				if seen[rel] {
+				if seen[dir] {
 					return nil
 				}
-				isBundle := has(dir, fleetFiles) != "" || (!inside && (has(dir, markerFiles) != "" || hasManifests(dir)))
+				isBundle := has(repo, dir, fleetFiles) != ""
+				if !isBundle && !inside {
+					entries, _ := fs.ReadDir(fsys, dir)
+					isBundle = has(repo, dir, markerFiles) != "" || hasManifests(entries)
+				}
 				if isBundle {
-					seen[rel] = true
-					refs = append(refs, Ref{Name: bundleName(realRoot, rel, gitRepoName), Path: rel})
+					seen[dir] = true
+					refs = append(refs, Ref{Name: bundleName(repo, dir, gitRepoName), Path: dir})
 				}
 				return nil
 			})
@@ -142,25 +142,29 @@ func Discover(root, gitRepoName string, paths []string) ([]Ref, error) {
 }
 
 // expand resolves one paths entry (a folder or a glob) to folders inside the repository.
-func expand(root, p string) ([]string, error) {
+func expand(repo *safepath.Repo, p string) ([]string, error) {
 	p = strings.TrimPrefix(path.Clean("/"+p), "/")
 	if p == "" {
 		p = "."
 	}
-	if _, err := safepath.Join(root, p); err != nil {
+	if err := repo.Check(p); err != nil {
 		return nil, err
 	}
-	matches, err := filepath.Glob(filepath.Join(root, filepath.FromSlash(p)))
+	matches, err := fs.Glob(repo.FS(), p)
 	if err != nil {
 		return nil, err
 	}
 	var dirs []string
 	for _, m := range matches {
-		rel, _ := filepath.Rel(root, m)
-		if _, err := safepath.Join(root, filepath.ToSlash(rel)); err != nil {
-			return nil, err
+		st, err := repo.Stat(m)
+		if err != nil {
+			var esc *safepath.EscapeError
+			if errors.As(err, &esc) {
+				return nil, err
+			}
+			continue
 		}
-		if st, err := os.Stat(m); err == nil && st.IsDir() {
+		if st.IsDir() {
 			dirs = append(dirs, m)
 		}
 	}
@@ -172,9 +176,9 @@ func expand(root, p string) ([]string, error) {
 }
 
 // bundleName is fleet.yaml's name when it can be read, else Fleet's name derived from the path.
-func bundleName(root, rel, gitRepoName string) string {
-	if f := has(filepath.Join(root, filepath.FromSlash(rel)), fleetFiles); f != "" {
-		if data, err := safepath.ReadFile(root, path.Join(rel, f)); err == nil {
+func bundleName(repo *safepath.Repo, rel, gitRepoName string) string {
+	if f := has(repo, rel, fleetFiles); f != "" {
+		if data, err := repo.ReadFile(path.Join(rel, f)); err == nil {
 			var head struct {
 				Name string `yaml:"name"`
 			}
@@ -192,19 +196,20 @@ func bundleName(root, rel, gitRepoName string) string {
 // Load reads a bundle's fleet.yaml; mistakes name the file and, where the parser knows it, the line.
 func Load(root string, ref Ref) (*Bundle, error) {
 	b := &Bundle{Ref: ref}
-	dir, err := safepath.Join(root, ref.Path)
+	repo, err := safepath.Open(root)
 	if err != nil {
 		return nil, err
 	}
-	f := has(dir, fleetFiles)
+	defer repo.Close()
+	if err := repo.Check(ref.Path); err != nil {
+		return nil, err
+	}
+	f := has(repo, ref.Path, fleetFiles)
 	if f == "" {
 		return b, nil
 	}
 	file := path.Join(ref.Path, f)
-	if ref.Path == "." {
-		file = f
-	}
-	data, err := safepath.ReadFile(root, file)
+	data, err := repo.ReadFile(file)
 	if err != nil {
 		return nil, &LoadError{File: file, Err: err}
 	}

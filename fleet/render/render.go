@@ -7,9 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"path"
 	"regexp"
 	"sort"
@@ -155,11 +153,7 @@ func firstNonEmpty(s ...string) string {
 }
 
 func exists(root, rel string) bool {
-	p, err := safepath.Join(root, rel)
-	if err != nil {
-		return false
-	}
-	_, err = os.Stat(p)
+	_, err := safepath.Stat(root, rel)
 	return err == nil
 }
 
@@ -175,7 +169,7 @@ func hasKustomization(root, dir string) bool {
 // loadChart reads a chart folder through safepath (Helm's LoadDir would follow symlinks out of the repository).
 func loadChart(root, dir string, h *fleet.HelmOptions) (*chart.Chart, error) {
 	if !exists(root, path.Join(dir, "Chart.yaml")) {
-		if _, err := safepath.Join(root, dir); err != nil {
+		if err := safepath.Check(root, dir); err != nil {
 			return nil, fmt.Errorf("helm.chart: %w", err)
 		}
 		name := dir
@@ -197,10 +191,6 @@ func loadChart(root, dir string, h *fleet.HelmOptions) (*chart.Chart, error) {
 		return nil
 	})
 	if err != nil {
-		var esc *safepath.EscapeError
-		if errors.As(err, &esc) {
-			return nil, fmt.Errorf("chart %q: %w", dir, err)
-		}
 		return nil, fmt.Errorf("chart %q: %w", dir, err)
 	}
 	c, err := loader.LoadFiles(files)

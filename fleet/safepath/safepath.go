@@ -1,15 +1,23 @@
-// Package safepath confines every file read to a repository checkout: no absolute paths, no `../` past
-// the root, and no symlink that resolves outside it.
+// Package safepath confines every file read to a repository checkout. Reads go through an os.Root, which
+// resolves each path component by component with openat and refuses any step (a `..`, a symlink, a
+// symlink reached through another symlink) that would leave the checkout. Checking link targets as text and
+// then opening the path, as this package once did, let a chain of links read the worker's own files.
 package safepath
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
+	"path"
 	"sort"
 	"strings"
 )
+
+// MaxFileSize bounds any one file read from a repository: a values file, a manifest, a chart file. Real
+// charts' largest files (CRD bundles) stay well under it; a larger file is a mistake or an attack.
+const MaxFileSize = 16 << 20
 
 // EscapeError says a path would leave the repository.
 type EscapeError struct {
@@ -19,90 +27,121 @@ type EscapeError struct {
 
 func (e *EscapeError) Error() string { return fmt.Sprintf("%q: %s", e.Path, e.Reason) }
 
-func within(root, p string) bool {
-	return p == root || strings.HasPrefix(p, root+string(filepath.Separator))
+// TooLargeError says a file is over MaxFileSize.
+type TooLargeError struct {
+	Path  string
+	Limit int64
 }
 
-// Join returns root/rel after checking that it stays inside root, symlinks included.
-func Join(root, rel string) (string, error) {
-	if filepath.IsAbs(rel) || strings.HasPrefix(rel, "/") {
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("%q: file is larger than the %d MiB limit for repository files", e.Path, e.Limit>>20)
+}
+
+// clean turns rel into the slash-separated, root-relative form os.Root and io/fs accept, refusing what
+// lexically leaves the repository before anything is opened.
+func clean(rel string) (string, error) {
+	if strings.HasPrefix(rel, "/") {
 		return "", &EscapeError{Path: rel, Reason: "is an absolute path; only paths inside the repository are allowed"}
 	}
-	realRoot, err := filepath.EvalSymlinks(root)
-	if err != nil {
-		return "", err
-	}
-	realRoot, _ = filepath.Abs(realRoot)
-	joined := filepath.Join(realRoot, filepath.FromSlash(rel))
-	if !within(realRoot, joined) {
+	c := path.Clean(rel)
+	if c == ".." || strings.HasPrefix(c, "../") {
 		return "", &EscapeError{Path: rel, Reason: "leaves the repository"}
 	}
-	// Follow the path one component at a time, so that any symlink on the way, even a dangling one, is
-	// judged by where it points.
-	rest, _ := filepath.Rel(realRoot, joined)
-	cur := realRoot
-	comps := strings.Split(rest, string(filepath.Separator))
-	for i, comp := range comps {
-		if comp == "." || comp == "" {
-			continue
-		}
-		next := filepath.Join(cur, comp)
-		for hops := 0; ; hops++ {
-			fi, err := os.Lstat(next)
-			if os.IsNotExist(err) {
-				return filepath.Join(append([]string{next}, comps[i+1:]...)...), nil
-			}
-			if err != nil {
-				return "", err
-			}
-			if fi.Mode()&os.ModeSymlink == 0 {
-				break
-			}
-			if hops > 40 {
-				return "", &EscapeError{Path: rel, Reason: "has too many levels of symlinks"}
-			}
-			target, err := os.Readlink(next)
-			if err != nil {
-				return "", err
-			}
-			if !filepath.IsAbs(target) {
-				target = filepath.Join(filepath.Dir(next), target)
-			}
-			next = filepath.Clean(target)
-			if !within(realRoot, next) {
-				return "", &EscapeError{Path: rel, Reason: "is a symlink that resolves outside the repository"}
-			}
-		}
-		cur = next
-	}
-	return cur, nil
+	return c, nil
 }
 
-// ReadFile reads root/rel after Join's checks.
-func ReadFile(root, rel string) ([]byte, error) {
-	p, err := Join(root, rel)
+// escaped reports whether err is os.Root refusing a path that resolves outside it. The standard library
+// does not export that error, so its fixed text is what identifies it.
+func escaped(err error) bool {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return err != nil && err.Error() == "path escapes from parent"
+}
+
+func wrap(rel string, err error) error {
+	if escaped(err) {
+		return &EscapeError{Path: rel, Reason: "goes through a symlink that resolves outside the repository"}
+	}
+	return err
+}
+
+// Repo is a checkout opened for confined reads.
+type Repo struct {
+	root *os.Root
+}
+
+// Open opens the checkout at dir.
+func Open(dir string) (*Repo, error) {
+	r, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, err
 	}
-	return os.ReadFile(p)
+	return &Repo{root: r}, nil
 }
 
-// WalkFiles calls fn for every regular file under root/rel in lexical order, skipping .git. Symlinks to
-// files inside the repository are followed; a symlink leaving it is an EscapeError.
-func WalkFiles(root, rel string, fn func(relPath string, data []byte) error) error {
-	base, err := Join(root, rel)
+// Close releases the checkout's directory handle.
+func (r *Repo) Close() error { return r.root.Close() }
+
+// FS is the checkout as an fs.FS whose every operation stays inside it.
+func (r *Repo) FS() fs.FS { return r.root.FS() }
+
+// Stat describes rel, following symlinks that stay inside the repository.
+func (r *Repo) Stat(rel string) (fs.FileInfo, error) {
+	c, err := clean(rel)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := r.root.Stat(c)
+	return fi, wrap(rel, err)
+}
+
+// Check returns nil if rel does not leave the repository, whether or not it exists.
+func (r *Repo) Check(rel string) error {
+	_, err := r.Stat(rel)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// ReadFile reads rel, at most MaxFileSize bytes.
+func (r *Repo) ReadFile(rel string) ([]byte, error) {
+	c, err := clean(rel)
+	if err != nil {
+		return nil, err
+	}
+	f, err := r.root.Open(c)
+	if err != nil {
+		return nil, wrap(rel, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, wrap(rel, err)
+	}
+	if len(data) > MaxFileSize {
+		return nil, &TooLargeError{Path: rel, Limit: MaxFileSize}
+	}
+	return data, nil
+}
+
+// WalkFiles calls fn for every regular file under rel in lexical order, skipping .git. Symlinks to files
+// inside the repository are read; a symlink leaving it is an EscapeError. Linked folders are not entered.
+func (r *Repo) WalkFiles(rel string, fn func(relPath string, data []byte) error) error {
+	base, err := clean(rel)
 	if err != nil {
 		return err
 	}
-	realRoot, _ := filepath.EvalSymlinks(root)
-	realRoot, _ = filepath.Abs(realRoot)
+	fsys := r.root.FS()
 	var paths []string
-	err = filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
+	err = fs.WalkDir(fsys, base, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			return err
+			return wrap(p, err)
 		}
 		if d.IsDir() && d.Name() == ".git" {
-			return filepath.SkipDir
+			return fs.SkipDir
 		}
 		if !d.IsDir() {
 			paths = append(paths, p)
@@ -114,30 +153,57 @@ func WalkFiles(root, rel string, fn func(relPath string, data []byte) error) err
 	}
 	sort.Strings(paths)
 	for _, p := range paths {
-		r, _ := filepath.Rel(realRoot, p)
-		r = filepath.ToSlash(r)
-		info, err := os.Lstat(p)
+		st, err := r.Stat(p)
 		if err != nil {
-			return err
-		}
-		if info.Mode()&os.ModeSymlink != 0 {
-			if _, err := Join(root, r); err != nil {
+			var esc *EscapeError
+			if errors.As(err, &esc) {
 				return err
 			}
-			st, err := os.Stat(p)
-			if err != nil || !st.Mode().IsRegular() {
-				continue
-			}
-		} else if !info.Mode().IsRegular() {
+			continue // a dangling link is not a file of the bundle
+		}
+		if !st.Mode().IsRegular() {
 			continue
 		}
-		data, err := ReadFile(root, r)
+		data, err := r.ReadFile(p)
 		if err != nil {
 			return err
 		}
-		if err := fn(r, data); err != nil {
+		if err := fn(p, data); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// with opens root for one call.
+func with[T any](root string, f func(*Repo) (T, error)) (T, error) {
+	r, err := Open(root)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	defer r.Close()
+	return f(r)
+}
+
+// ReadFile reads root/rel without leaving root.
+func ReadFile(root, rel string) ([]byte, error) {
+	return with(root, func(r *Repo) ([]byte, error) { return r.ReadFile(rel) })
+}
+
+// Stat describes root/rel without leaving root.
+func Stat(root, rel string) (fs.FileInfo, error) {
+	return with(root, func(r *Repo) (fs.FileInfo, error) { return r.Stat(rel) })
+}
+
+// Check returns nil if root/rel does not leave root, whether or not it exists.
+func Check(root, rel string) error {
+	_, err := with(root, func(r *Repo) (struct{}, error) { return struct{}{}, r.Check(rel) })
+	return err
+}
+
+// WalkFiles is Repo.WalkFiles on root.
+func WalkFiles(root, rel string, fn func(relPath string, data []byte) error) error {
+	_, err := with(root, func(r *Repo) (struct{}, error) { return struct{}{}, r.WalkFiles(rel, fn) })
+	return err
 }
