@@ -332,9 +332,10 @@ func ApplyRequestFor(rel *render.Release, gitRepo, cluster, commit string) agent
 			LabelDeploymentID: rel.DeploymentID, LabelGitRepo: gitRepo, LabelBundle: rel.Bundle,
 			LabelCluster: cluster, LabelCommit: shortSHA(commit),
 		},
-		CreateNamespace: true,
-		MaxHistory:      maxHistory(rel.Options),
-		Description:     fmt.Sprintf("flotilla: gitrepo %s commit %s", gitRepo, shortSHA(commit)),
+		CreateNamespace:    true,
+		ConfineToNamespace: rel.ForcedNamespace,
+		MaxHistory:         maxHistory(rel.Options),
+		Description:        fmt.Sprintf("flotilla: gitrepo %s commit %s", gitRepo, shortSHA(commit)),
 	}
 	if hopts := rel.Options.Helm; hopts != nil {
 		req.Force, req.TakeOwnership, req.Atomic, req.WaitForJobs = hopts.Force, hopts.TakeOwnership, hopts.Atomic, hopts.WaitForJobs

@@ -10,7 +10,6 @@ import (
 	"go.uber.org/zap"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/kube"
 	"helm.sh/helm/v3/pkg/postrender"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
@@ -35,15 +34,18 @@ type ApplyRequest struct {
 	// Labels are stored as release labels and replace the previous revision's (Helm itself would merge
 	// them); include DeploymentIDLabel.
 	Labels          map[string]string
-	CreateNamespace bool          // Install only
-	MaxHistory      int           // Upgrade only; 0 ⇒ DefaultMaxHistory
-	Force           bool          // replace objects instead of patching them
-	TakeOwnership   bool          // adopt existing objects not owned by this release
-	Timeout         time.Duration // hooks and Wait; 0 ⇒ DefaultTimeout
-	Wait            bool          // Helm's wait for readiness; off unless asked for
-	WaitForJobs     bool
-	Atomic          bool // install: uninstall on failure; upgrade: roll back on failure (implies Wait)
-	Description     string
+	CreateNamespace bool // Install only
+	// ConfineToNamespace, when set, refuses any object (manifest, hook, CRD, List item) that is
+	// cluster-scoped or in another namespace, and limits the chart's lookups to that namespace.
+	ConfineToNamespace string
+	MaxHistory         int           // Upgrade only; 0 ⇒ DefaultMaxHistory
+	Force              bool          // replace objects instead of patching them
+	TakeOwnership      bool          // adopt existing objects not owned by this release
+	Timeout            time.Duration // hooks and Wait; 0 ⇒ DefaultTimeout
+	Wait               bool          // Helm's wait for readiness; off unless asked for
+	WaitForJobs        bool
+	Atomic             bool // install: uninstall on failure; upgrade: roll back on failure (implies Wait)
+	Description        string
 }
 
 // ApplyResult is the revision an Install or Upgrade wrote.
@@ -93,6 +95,9 @@ func (c *Client) Install(ctx context.Context, r ApplyRequest) (ApplyResult, erro
 			return ApplyResult{}, c.errorf(r.Namespace, r.Name, "install", err)
 		}
 		c.serverSideValidation(opCtx, cfg)
+		if err := confine(cfg, r.ConfineToNamespace); err != nil {
+			return ApplyResult{}, c.errorf(r.Namespace, r.Name, "install", err)
+		}
 		in := action.NewInstall(cfg)
 		in.ReleaseName, in.Namespace = r.Name, r.Namespace
 		in.CreateNamespace = r.CreateNamespace
@@ -127,6 +132,9 @@ func (c *Client) Upgrade(ctx context.Context, r ApplyRequest) (ApplyResult, erro
 			return ApplyResult{}, c.errorf(r.Namespace, r.Name, "upgrade", err)
 		}
 		c.serverSideValidation(opCtx, cfg)
+		if err := confine(cfg, r.ConfineToNamespace); err != nil {
+			return ApplyResult{}, c.errorf(r.Namespace, r.Name, "upgrade", err)
+		}
 		labels, err := replacingLabels(cfg, r.Name, r.Labels)
 		if err != nil {
 			return ApplyResult{}, c.errorf(r.Namespace, r.Name, "upgrade", err)
@@ -188,8 +196,8 @@ func (c *Client) Rollback(ctx context.Context, r RollbackRequest) (int, error) {
 		if err != nil {
 			return 0, c.errorf(namespace, name, "rollback", err)
 		}
-		if kc, ok := cfg.KubeClient.(*kube.Client); ok {
-			cfg.KubeClient = threeWayKube{kc}
+		if k := kubeOf(cfg); k != nil {
+			k.threeWay = true
 		}
 		current, err := cfg.Releases.Last(name)
 		if errors.Is(err, driver.ErrReleaseNotFound) {
@@ -240,14 +248,6 @@ func (c *Client) forgetFailedRollback(cfg *action.Configuration, current *releas
 	if err := cfg.Releases.Update(current); err != nil {
 		c.log.Warn("could not restore release status after failed rollback", zap.String("release", current.Name), zap.Error(err))
 	}
-}
-
-// threeWayKube makes Helm's plain Update use the three-way merge for unstructured objects as well;
-// with the two-way merge a rollback to the current revision never reverts a changed custom resource.
-type threeWayKube struct{ *kube.Client }
-
-func (k threeWayKube) Update(original, target kube.ResourceList, force bool) (*kube.Result, error) {
-	return k.Client.UpdateThreeWayMerge(original, target, force)
 }
 
 // Uninstall removes a release. With keepResources only Helm's record (the release Secrets) is deleted

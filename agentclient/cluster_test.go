@@ -63,6 +63,7 @@ func TestAgainstARealCluster(t *testing.T) {
 	t.Run("uninstall can keep the objects", func(t *testing.T) { uninstallKeepingResources(ctx, t, c) })
 	t.Run("list releases by label", func(t *testing.T) { listByLabel(ctx, t, c) })
 	t.Run("objects the apiserver rejects are invalid", func(t *testing.T) { rejectedObjectsAreInvalid(ctx, t, c) })
+	t.Run("a confined release writes and reads nothing outside its namespace", func(t *testing.T) { confinedReleasesStayInTheirNamespace(ctx, t, c) })
 	t.Run("concurrent upgrades of one release take turns", func(t *testing.T) { concurrentUpgrades(ctx, t, c) })
 	t.Run("a cancelled install keeps the release locked until Helm is done", func(t *testing.T) { cancelledInstall(ctx, t, c) })
 }

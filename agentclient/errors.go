@@ -98,6 +98,7 @@ var invalidTexts = []string{
 	"resource mapping not found", "unknown field", "error validating data", "strict decoding error",
 	"cannot be handled as a", "the server rejected our request", "denied the request",
 	"could not find the requested resource",
+	"cannot be deployed: objects must stay in namespace", // ConfinementError, flattened by Helm for hooks
 }
 
 func containsAny(s string, subs []string) bool {

@@ -3,13 +3,11 @@ package agentclient
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"strconv"
 	"strings"
 	"sync/atomic"
 
 	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/kube"
 	"k8s.io/apimachinery/pkg/version"
 )
 
@@ -24,16 +22,9 @@ const fieldValidationGAMinor = 27
 
 // serverSideValidation makes cfg skip the client-side validation the server makes pointless.
 func (c *Client) serverSideValidation(ctx context.Context, cfg *action.Configuration) {
-	if kc, ok := cfg.KubeClient.(*kube.Client); ok && c.skipClientValidation(ctx) {
-		cfg.KubeClient = serverValidatedKube{kc}
+	if k := kubeOf(cfg); k != nil && c.skipClientValidation(ctx) {
+		k.skipValidation = true
 	}
-}
-
-// serverValidatedKube is Helm's kube client, building resources without the client-side schema check.
-type serverValidatedKube struct{ *kube.Client }
-
-func (k serverValidatedKube) Build(r io.Reader, _ bool) (kube.ResourceList, error) {
-	return k.Client.Build(r, false)
 }
 
 // fieldValidation caches whether the server validates fields itself: 0 not known yet, 1 yes, 2 no.

@@ -3,6 +3,7 @@ package render
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -74,4 +75,32 @@ func TestConfinedClusterRefusesClusterScopedObjects(t *testing.T) {
 	})
 	_, _, err := renderFor(t, root, "ops", fleet.ClusterInfo{Name: "sim-1", ConfineToNamespace: "sim-1"}, "")
 	require.ErrorContains(t, err, `clusterrole reader is cluster-scoped and cannot be deployed with a forced namespace "sim-1"`)
+}
+
+// Helm's kube client creates a List's items one by one, so the forced namespace and Flotilla's labels
+// must reach every item, not the List.
+func TestAForcedNamespaceReachesTheItemsOfAList(t *testing.T) {
+	root := writeRepo(t, map[string]string{
+		"app/list.yaml": "apiVersion: v1\nkind: List\nitems:\n" +
+			"- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: one, namespace: kube-system}\n" +
+			"- apiVersion: v1\n  kind: ConfigMapList\n  items:\n  - apiVersion: v1\n    kind: ConfigMap\n    metadata: {name: two, namespace: default}\n",
+	})
+	_, out, err := renderFor(t, root, "app", fleet.ClusterInfo{Name: "sim-1", ConfineToNamespace: "sim-1"}, "")
+	require.NoError(t, err)
+	require.NotContains(t, out, "kind: List")
+	require.NotContains(t, out, "kube-system")
+	require.NotContains(t, out, "namespace: default")
+	require.Equal(t, 2, strings.Count(out, "namespace: sim-1"), out)
+	require.Equal(t, 2, strings.Count(out, "flotilla.dev/bundle: app"), out)
+}
+
+// Fleet's serviceAccount restricts what a bundle may do; applying with the cluster's own identity instead
+// would silently drop that restriction.
+func TestAServiceAccountIsRefusedRatherThanIgnored(t *testing.T) {
+	root := writeRepo(t, map[string]string{
+		"app/fleet.yaml": "serviceAccount: deployer\n",
+		"app/cm.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: one}\n",
+	})
+	_, _, err := renderFor(t, root, "app", fleet.ClusterInfo{Name: "a"}, "")
+	require.ErrorContains(t, err, `app/fleet.yaml: serviceAccount "deployer": impersonating a service account is not supported yet`)
 }

@@ -35,7 +35,7 @@ func (p *postRenderer) Run(rendered *bytes.Buffer) (*bytes.Buffer, error) {
 	in.WriteString("\n---\n")
 	in.Write(p.extra)
 	dec := goyaml.NewDecoder(bytes.NewReader(in.Bytes()))
-	var out bytes.Buffer
+	var objs []map[string]any
 	for {
 		var obj map[string]any
 		if err := dec.Decode(&obj); err != nil {
@@ -44,6 +44,10 @@ func (p *postRenderer) Run(rendered *bytes.Buffer) (*bytes.Buffer, error) {
 			}
 			return nil, fmt.Errorf("post-render: %s", strings.TrimPrefix(err.Error(), "yaml: "))
 		}
+		objs = append(objs, flatten(obj)...)
+	}
+	var out bytes.Buffer
+	for _, obj := range objs {
 		if obj == nil || obj["kind"] == nil {
 			continue
 		}
@@ -77,4 +81,21 @@ func (p *postRenderer) Run(rendered *bytes.Buffer) (*bytes.Buffer, error) {
 		out.Write(b)
 	}
 	return &out, nil
+}
+
+// flatten returns a List's items (Helm's kube client creates them one by one, so the forced namespace and
+// the labels must reach each of them), or the object itself.
+func flatten(obj map[string]any) []map[string]any {
+	kind, _ := obj["kind"].(string)
+	items, isList := obj["items"].([]any)
+	if !isList || !strings.HasSuffix(kind, "List") {
+		return []map[string]any{obj}
+	}
+	var out []map[string]any
+	for _, it := range items {
+		if m, ok := it.(map[string]any); ok {
+			out = append(out, flatten(m)...)
+		}
+	}
+	return out
 }

@@ -48,6 +48,9 @@ type Release struct {
 	Options       fleet.BundleDeploymentOptions
 	Customization string
 	Deploy        bool
+	// ForcedNamespace, when set, is the only namespace the release may write to (targetNamespace, or the
+	// cluster's confineToNamespace): cluster-scoped objects and other namespaces are refused when applied.
+	ForcedNamespace string
 	// DeploymentID changes whenever anything applied changes; diff and correctDrift options are excluded, as in Fleet.
 	DeploymentID string
 }
@@ -85,6 +88,12 @@ func ForCluster(in Input) (*Release, error) {
 		forced = in.Cluster.ConfineToNamespace
 	}
 	rel.Namespace = firstNonEmpty(forced, opts.DefaultNamespace, "default")
+	rel.ForcedNamespace = forced
+	if opts.ServiceAccount != "" {
+		// Silently applying with the cluster's own identity would drop the restriction the user asked for.
+		return fail(fmt.Errorf("%s: serviceAccount %q: impersonating a service account is not supported yet; "+
+			"remove it, or confine the cluster to a namespace with spec.confineToNamespace", fleetFile(b), opts.ServiceAccount))
+	}
 	if !deploy {
 		return rel, nil
 	}
