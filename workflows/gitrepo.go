@@ -25,8 +25,10 @@ type GitRepoInput struct {
 	fleet.GitRepo
 	// Flotilla tunes the orchestration; all fields are optional.
 	Flotilla *RunOptions `json:"flotilla,omitempty"`
-	// Carry is the state handed over by continue-as-new; users never set it.
-	Carry *GitRepoCarry `json:"carry,omitempty"`
+	// Carry is the state handed over by continue-as-new; users never set it. CarryZ is the same state
+	// compressed (see packCarry); a run gets one or the other.
+	Carry  *GitRepoCarry `json:"carry,omitempty"`
+	CarryZ []byte        `json:"carryZ,omitempty"`
 }
 
 // RunOptions are Flotilla's own knobs, beside Fleet's spec.
@@ -144,6 +146,13 @@ func GitRepoWorkflow(ctx workflow.Context, in GitRepoInput) error {
 	}
 	if in.Carry != nil {
 		g.carry = *in.Carry
+	}
+	if len(in.CarryZ) > 0 {
+		c, err := unpackCarry(in.CarryZ)
+		if err != nil {
+			return temporal.NewNonRetryableApplicationError("gitrepo "+in.Metadata.Name+": carried state: "+err.Error(), "InvalidCarry", nil)
+		}
+		g.carry = c
 	}
 	g.initMaps()
 	g.events = workflow.NewBufferedChannel(ctx, 10000)
@@ -707,13 +716,25 @@ func (g *gitRepoRun) deleteEverywhere(ctx workflow.Context, reportCh workflow.Re
 }
 
 func (g *gitRepoRun) continueAsNew(ctx workflow.Context) error {
-	in := GitRepoInput{GitRepo: g.spec, Carry: &g.carry}
+	in, trimmed := g.nextRunInput()
+	if trimmed {
+		workflow.GetLogger(ctx).Warn("carried cluster statuses trimmed to fit the payload limit; they fill in again as clusters report",
+			"gitRepo", g.name(), "clusters", len(g.carry.Clusters))
+	}
+	return workflow.NewContinueAsNewError(ctx, GitRepoWorkflow, in)
+}
+
+// nextRunInput is the input of the run that continues this one, its carried state packed.
+func (g *gitRepoRun) nextRunInput() (GitRepoInput, bool) {
+	in := GitRepoInput{GitRepo: g.spec}
 	in.Spec.Paused = g.paused
 	if g.opts != (RunOptions{}) {
 		opts := g.opts
 		in.Flotilla = &opts
 	}
-	return workflow.NewContinueAsNewError(ctx, GitRepoWorkflow, in)
+	var trimmed bool
+	in.CarryZ, trimmed = packCarry(g.carry)
+	return in, trimmed
 }
 
 // view is the GitRepo status: every planned cluster, reported or not, never a stale Ready.

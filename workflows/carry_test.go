@@ -1,0 +1,98 @@
+package workflows
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/flotilla-gitops/flotilla/activities"
+	"github.com/flotilla-gitops/flotilla/fleet"
+)
+
+// bigGitRepo is a GitRepo at 1,000 clusters of ten bundles, every one reported; with failing, every bundle
+// fails with a message of its own, the worst case for compression.
+func bigGitRepo(clusters, bundles int, failing bool) *gitRepoRun {
+	g := &gitRepoRun{spec: fleet.GitRepo{Metadata: fleet.ObjectMeta{Name: "fleet"}, Spec: fleet.GitRepoSpec{Repo: "https://git.example.com/org/fleet.git"}}}
+	g.carry = GitRepoCarry{Commit: "0123456789abcdef0123456789abcdef01234567", Plan: &activities.Plan{Commit: "0123456789abcdef0123456789abcdef01234567"},
+		Clusters: map[string]ClusterStatus{}, Delivered: map[string]delivery{}, Known: map[string]bool{}, Removing: map[string]bool{}}
+	for b := 0; b < bundles; b++ {
+		g.carry.Plan.Bundles = append(g.carry.Plan.Bundles, activities.BundleRef{Name: fmt.Sprintf("fleet-apps-app-%d", b), Path: fmt.Sprintf("apps/app-%d", b)})
+	}
+	at := time.Date(2026, 11, 25, 6, 0, 0, 0, time.UTC)
+	for c := 0; c < clusters; c++ {
+		name := fmt.Sprintf("edge-%04d", c)
+		digest := sha256.Sum256([]byte(name))
+		pc := activities.PlannedCluster{Name: name, Digest: fmt.Sprintf("%x", digest)}
+		st := ClusterStatus{Name: name, Commit: g.carry.Commit[:12], Reachable: true, LastChecked: at, LastSeen: at, Generation: int64(c + 1)}
+		for b := 0; b < bundles; b++ {
+			pc.Bundles = append(pc.Bundles, b)
+			bs := BundleStatus{Name: g.carry.Plan.Bundles[b].Name, State: StateReady, Release: g.carry.Plan.Bundles[b].Name, Revision: 3,
+				ResourceCounts: activities.ResourceCounts{DesiredReady: 4, Ready: 4}}
+			if failing {
+				bs.State = StateErrApplied
+				bs.Message = fmt.Sprintf(`stuck at 0123456789ab (revision 3): cluster %q: bundle %q: apps/app-%d/values.yaml: line %d: map has no entry for key "fqdn-%x"`,
+					name, bs.Name, b, c%97, sha256.Sum256([]byte(name+bs.Name)))
+			}
+			st.Bundles = append(st.Bundles, bs)
+		}
+		summarizeCluster(&st)
+		g.carry.Plan.Clusters = append(g.carry.Plan.Clusters, pc)
+		g.carry.Clusters[name] = st
+		g.carry.Known[name] = true
+		g.carry.Delivered[name] = delivery{Hash: fmt.Sprintf("%x", digest[:12]), Generation: int64(c + 1), At: at, Acked: true}
+	}
+	return g
+}
+
+// A GitRepo at a thousand clusters of ten bundles carries their statuses into its next run. Uncompressed
+// that is about 3 MB (4.5 MB when every bundle fails), over Temporal's 2 MB payload limit: the GitRepo
+// could never continue as new. Packed, it stays far under the limit and comes back whole.
+func TestAThousandClusterGitRepoContinuesAsNewUnderThePayloadLimit(t *testing.T) {
+	for _, failing := range []bool{false, true} {
+		g := bigGitRepo(1000, 10, failing)
+		in, trimmed := g.nextRunInput()
+		payload, err := json.Marshal(in)
+		require.NoError(t, err)
+		t.Logf("failing=%v: continue-as-new input %d KB (carry as plain JSON: %d KB), trimmed=%v",
+			failing, len(payload)>>10, len(mustMarshal(t, g.carry))>>10, trimmed)
+		require.Less(t, len(payload), 1<<20, "the input must stay far under Temporal's 2 MB payload limit")
+		require.False(t, trimmed, "a thousand clusters of ten bundles fit without losing anything")
+
+		next := &gitRepoRun{}
+		next.carry, err = unpackCarry(in.CarryZ)
+		require.NoError(t, err)
+		require.Equal(t, g.view(), next.viewWith(g), "the next run shows exactly the same status")
+	}
+}
+
+// Past what compression can hold, messages are shortened, then bundle details dropped and every
+// cluster's desired state handed over again so each reports afresh; the input still fits.
+func TestAnOversizedCarryIsTrimmedNotLost(t *testing.T) {
+	g := bigGitRepo(3000, 10, true)
+	in, trimmed := g.nextRunInput()
+	payload, err := json.Marshal(in)
+	require.NoError(t, err)
+	require.True(t, trimmed)
+	require.Less(t, len(payload), 2<<20)
+	c, err := unpackCarry(in.CarryZ)
+	require.NoError(t, err)
+	require.Len(t, c.Clusters, 3000, "every cluster keeps its state and counts")
+	require.Equal(t, StateErrApplied, c.Clusters["edge-0042"].State)
+}
+
+// viewWith is the view of a run holding this carry and other's spec.
+func (g *gitRepoRun) viewWith(other *gitRepoRun) GitRepoStatus {
+	g.spec, g.paused, g.nextPoll = other.spec, other.paused, other.nextPoll
+	g.initMaps()
+	return g.view()
+}
+
+func mustMarshal(t *testing.T, v any) []byte {
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return b
+}
