@@ -62,7 +62,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.namespace, "namespace", envOr("TEMPORAL_NAMESPACE", "default"), "Temporal namespace (env TEMPORAL_NAMESPACE)")
 	root.PersistentFlags().DurationVar(&g.timeout, "request-timeout", 30*time.Second, "timeout of each call to Temporal")
 	root.AddCommand(newApplyCmd(g), newClusterCmd(g), newGetCmd(g), newStatusCmd(g),
-		newSignalCmd(g, "sync", "Poll the GitRepo's repository now", signalSync),
+		newSyncCmd(g),
 		newSignalCmd(g, "pause", "Stop changes from reaching clusters (status shows OutOfSync)", signalPause),
 		newSignalCmd(g, "resume", "Let changes reach clusters again", signalResume),
 		newSignalCmd(g, "delete", "Uninstall the GitRepo from every cluster and end its workflow", signalDelete),

@@ -58,6 +58,9 @@ type GitRepoCarry struct {
 	ForceSync           bool                     `json:"forceSync,omitempty"`
 	Deleting            bool                     `json:"deleting,omitempty"`
 	Published           string                   `json:"published,omitempty"`
+	// Held is a plan waiting for approval; Approved is the key of the held plan a person approved.
+	Held     *HeldPlan `json:"held,omitempty"`
+	Approved string    `json:"approved,omitempty"`
 }
 
 // delivery records the desired state last sent to a cluster workflow.
@@ -165,6 +168,10 @@ func GitRepoWorkflow(ctx workflow.Context, in GitRepoInput) error {
 	g.wake = workflow.NewBufferedChannel(ctx, 1)
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateSetPollingInterval, g.setPollingInterval,
 		workflow.UpdateHandlerOptions{Validator: validatePollingInterval}); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateApproveRemoval, g.approveRemoval,
+		workflow.UpdateHandlerOptions{Validator: g.validateApproval}); err != nil {
 		return err
 	}
 	_ = workflow.UpsertTypedSearchAttributes(ctx, SearchGitRepo.ValueSet(g.spec.Metadata.Name), SearchRepo.ValueSet(g.spec.Spec.Repo))
@@ -485,8 +492,13 @@ func (g *gitRepoRun) poll(ctx workflow.Context, resync bool) {
 	key := g.planKey()
 	if g.carry.Plan != nil && res.Commit == g.carry.Commit && res.InventoryGeneration == g.carry.InventoryGeneration &&
 		key == g.carry.PlanKey && !resync {
-		g.carry.Error = ""
+		g.carry.Error, g.carry.Held = "", nil
 		return
+	}
+	if h := g.carry.Held; h != nil && h.Commit == res.Commit && h.InventoryGeneration == res.InventoryGeneration &&
+		h.PlanKey == key && g.carry.Approved != h.Key {
+		g.carry.Error = ""
+		return // still waiting for approval; planning again would only hold it again
 	}
 	pctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: planTimeout,
@@ -504,6 +516,13 @@ func (g *gitRepoRun) poll(ctx workflow.Context, resync bool) {
 		return
 	}
 	g.carry.Error = ""
+	holdKey := hashOf([]any{plan.Commit, plan.InventoryGeneration, key})
+	if msg := removalHold(g.name(), g.carry.Plan, &plan); msg != "" && g.carry.Approved != holdKey {
+		g.carry.Held = &HeldPlan{Key: holdKey, Commit: plan.Commit, InventoryGeneration: plan.InventoryGeneration, PlanKey: key, Message: msg}
+		workflow.GetLogger(ctx).Warn("plan held for approval", "gitRepo", g.name(), "commit", plan.Commit)
+		return
+	}
+	g.carry.Held, g.carry.Approved = nil, ""
 	g.carry.Plan, g.carry.Commit, g.carry.InventoryGeneration, g.carry.PlanKey = &plan, plan.Commit, plan.InventoryGeneration, key
 	g.removeUntargeted(ctx)
 }
@@ -747,6 +766,9 @@ func (g *gitRepoRun) view() GitRepoStatus {
 	}
 	if s.DisablePolling {
 		st.PollingInterval, st.NextPoll = "disabled", time.Time{}
+	}
+	if g.carry.Held != nil {
+		st.Held = g.carry.Held.Message
 	}
 	if g.carry.Plan != nil {
 		for _, b := range g.carry.Plan.Bundles {

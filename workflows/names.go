@@ -30,6 +30,9 @@ const (
 	// UpdateSetPollingInterval changes how often the repository is polled, validated, from the Web UI's
 	// "Send Update" or `temporal workflow update execute` (input: SetPollingIntervalInput).
 	UpdateSetPollingInterval = "setPollingInterval"
+	// UpdateApproveRemoval lets a held plan (one that would uninstall every bundle or most clusters) through
+	// (input: ApproveRemovalInput).
+	UpdateApproveRemoval = "approveRemoval"
 
 	SignalDesired = "desired" // parent → child: new desired state
 	SignalRemove  = "remove"  // parent → child: uninstall and end

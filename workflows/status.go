@@ -95,15 +95,18 @@ func (s *Summary) count(state string) {
 
 // GitRepoStatus is what the `status` query returns. JSON names are a contract.
 type GitRepoStatus struct {
-	Name                 string                    `json:"name"`
-	Repo                 string                    `json:"repo"`
-	Branch               string                    `json:"branch,omitempty"`
-	Revision             string                    `json:"revision,omitempty"`
-	Commit               string                    `json:"commit,omitempty"`
-	Paused               bool                      `json:"paused,omitempty"`
-	State                string                    `json:"state"`
-	Message              string                    `json:"message"` // always present: scripts read it
-	Error                string                    `json:"error,omitempty"`
+	Name     string `json:"name"`
+	Repo     string `json:"repo"`
+	Branch   string `json:"branch,omitempty"`
+	Revision string `json:"revision,omitempty"`
+	Commit   string `json:"commit,omitempty"`
+	Paused   bool   `json:"paused,omitempty"`
+	State    string `json:"state"`
+	Message  string `json:"message"` // always present: scripts read it
+	Error    string `json:"error,omitempty"`
+	// Held says why the newest plan waits for approval (it would uninstall too much); the clusters keep
+	// running the plan before it.
+	Held                 string                    `json:"held,omitempty"`
 	Summary              Summary                   `json:"summary"`
 	ReadyClusters        int                       `json:"readyClusters"`
 	DesiredReadyClusters int                       `json:"desiredReadyClusters"`
@@ -256,10 +259,16 @@ func aggregate(st *GitRepoStatus) {
 	if st.Error != "" && Worse(StateErrApplied, st.State) {
 		st.State = StateErrApplied
 	}
+	if st.Held != "" && Worse(StateOutOfSync, st.State) {
+		st.State = StateOutOfSync
+	}
 	sort.SliceStable(bad, func(i, j int) bool { return Worse(bad[i].state, bad[j].state) })
 	parts := []string{fmt.Sprintf("%d/%d clusters ready", st.ReadyClusters, st.DesiredReadyClusters)}
 	if st.Error != "" {
 		parts = append(parts, st.Error)
+	}
+	if st.Held != "" {
+		parts = append(parts, st.Held)
 	}
 	if nowhere := placedNowhere(st); len(nowhere) > 0 && st.Error == "" {
 		// Deploying nothing is never success: a Fleet user who left out targets, or whose selector

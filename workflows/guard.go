@@ -1,0 +1,97 @@
+package workflows
+
+import (
+	"fmt"
+	"strings"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/flotilla-gitops/flotilla/activities"
+)
+
+// A new plan that removes everything, or most of a fleet, is far more often a mistake (a commit that left
+// only a README under the path, a selector typo, a relabelled cluster) than an intent: Argo CD's users
+// learnt it the hard way. Such a plan is held until a person approves it; the clusters keep what they run.
+
+// HeldPlan is a plan waiting for approval because it would uninstall too much.
+type HeldPlan struct {
+	// Key identifies the held plan: its commit, inventory generation and plan key.
+	Key                 string `json:"key"`
+	Commit              string `json:"commit"`
+	InventoryGeneration int64  `json:"inventoryGeneration"`
+	PlanKey             string `json:"planKey"`
+	// Message says what the plan would remove and how to approve it.
+	Message string `json:"message"`
+}
+
+// massRemovalMinClusters and the majority rule set what a large share of clusters is: dropping one cluster
+// of a GitRepo is routine (a cluster leaves, a label changes); dropping most of them at once is not.
+const massRemovalMinClusters = 2
+
+// removalHold says why next may not replace prev without approval, or "" when it may. It is pure.
+func removalHold(gitRepo string, prev, next *activities.Plan) string {
+	if prev == nil {
+		return ""
+	}
+	approve := fmt.Sprintf("nothing was uninstalled; if this is intended, approve it with `flotilla sync %s --allow-removal`", gitRepo)
+	if len(next.Bundles) == 0 && len(prev.Bundles) > 0 {
+		return fmt.Sprintf("held: commit %s has no bundles under the GitRepo's paths; applying it would uninstall "+
+			"%d bundle(s) from %d cluster(s); %s", short(next.Commit), len(prev.Bundles), len(prev.Clusters), approve)
+	}
+	kept := map[string]bool{}
+	for _, c := range next.Clusters {
+		kept[c.Name] = true
+	}
+	var dropped []string
+	for _, c := range prev.Clusters {
+		if !kept[c.Name] {
+			dropped = append(dropped, c.Name)
+		}
+	}
+	if len(dropped) < massRemovalMinClusters || 2*len(dropped) <= len(prev.Clusters) {
+		return ""
+	}
+	names := dropped
+	more := ""
+	if len(names) > 10 {
+		names, more = names[:10], fmt.Sprintf(" and %d more", len(dropped)-10)
+	}
+	return fmt.Sprintf("held: commit %s with inventory generation %d targets %d of the %d clusters this GitRepo "+
+		"runs on; applying it would uninstall it from %d of them (%s%s); %s", short(next.Commit),
+		next.InventoryGeneration, len(next.Clusters), len(prev.Clusters), len(dropped), strings.Join(names, ", "), more, approve)
+}
+
+// ApproveRemovalInput is the input of the approveRemoval update.
+type ApproveRemovalInput struct {
+	// Commit, when set, must be (a prefix of) the held plan's commit, so a person approves what they saw.
+	Commit string `json:"commit,omitempty"`
+}
+
+// ApproveRemovalResult says what was approved.
+type ApproveRemovalResult struct {
+	Commit  string `json:"commit"`
+	Message string `json:"message"`
+}
+
+func (g *gitRepoRun) validateApproval(_ workflow.Context, in ApproveRemovalInput) error {
+	h := g.carry.Held
+	if h == nil {
+		return fmt.Errorf("gitrepo %q: no plan is held for approval", g.name())
+	}
+	if in.Commit != "" && !strings.HasPrefix(h.Commit, in.Commit) {
+		return fmt.Errorf("gitrepo %q: the held plan is for commit %s, not %s", g.name(), short(h.Commit), in.Commit)
+	}
+	return nil
+}
+
+// approveRemoval lets the held plan through at the next pass.
+func (g *gitRepoRun) approveRemoval(_ workflow.Context, _ ApproveRemovalInput) (ApproveRemovalResult, error) {
+	h := g.carry.Held
+	if h == nil {
+		return ApproveRemovalResult{}, fmt.Errorf("gitrepo %q: no plan is held for approval", g.name())
+	}
+	g.carry.Approved = h.Key
+	g.carry.ForceSync = true
+	g.wake.SendAsync(true)
+	return ApproveRemovalResult{Commit: h.Commit, Message: h.Message}, nil
+}

@@ -1,0 +1,48 @@
+package workflows
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/flotilla-gitops/flotilla/activities"
+)
+
+func planOf(bundles int, clusters ...string) *activities.Plan {
+	p := &activities.Plan{Commit: "0123456789abcdef", InventoryGeneration: 7}
+	for i := 0; i < bundles; i++ {
+		p.Bundles = append(p.Bundles, activities.BundleRef{Name: fmt.Sprintf("b%d", i)})
+	}
+	for _, c := range clusters {
+		p.Clusters = append(p.Clusters, activities.PlannedCluster{Name: c})
+	}
+	return p
+}
+
+func TestWhatAPlanMayRemoveWithoutApproval(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		prev, next *activities.Plan
+		held       string
+	}{
+		{"the first plan", nil, planOf(0), ""},
+		{"a commit that leaves no bundle", planOf(3, "a", "b"), planOf(0), "has no bundles under the GitRepo's paths; applying it would uninstall 3 bundle(s) from 2 cluster(s)"},
+		{"a commit that leaves no bundle on one cluster", planOf(1, "a"), planOf(0), "would uninstall 1 bundle(s) from 1 cluster(s)"},
+		{"one cluster leaves", planOf(1, "a", "b", "c"), planOf(1, "a", "b"), ""},
+		{"the only cluster leaves", planOf(1, "a"), planOf(1), ""},
+		{"half the clusters leave", planOf(1, "a", "b", "c", "d"), planOf(1, "a", "b"), ""},
+		{"most clusters leave", planOf(1, "a", "b", "c", "d"), planOf(1, "a"), "targets 1 of the 4 clusters this GitRepo runs on; applying it would uninstall it from 3 of them (b, c, d)"},
+		{"a bundle goes, the clusters stay", planOf(3, "a", "b"), planOf(1, "a", "b"), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := removalHold("shop", tc.prev, tc.next)
+			if tc.held == "" {
+				require.Empty(t, got)
+				return
+			}
+			require.Contains(t, got, tc.held)
+			require.Contains(t, got, "flotilla sync shop --allow-removal")
+		})
+	}
+}
