@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strings"
 
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/fleet/target"
@@ -20,7 +21,10 @@ const (
 	WorkflowID   = "flotilla/inventory"
 	WorkflowType = "InventoryWorkflow"
 
-	UpdateUpsertCluster      = "upsertCluster"
+	UpdateUpsertCluster = "upsertCluster"
+	// UpdateAddCluster registers a new cluster and refuses to change one that exists (`flotilla cluster add`
+	// without --replace): replacing labels wholesale by re-running an add can untarget GitRepos.
+	UpdateAddCluster         = "addCluster"
 	UpdateRemoveCluster      = "removeCluster"
 	UpdateUpsertClusterGroup = "upsertClusterGroup"
 	UpdateRemoveClusterGroup = "removeClusterGroup"
@@ -98,6 +102,37 @@ func (inv *Inventory) UpsertCluster(c fleet.Cluster) bool {
 	sort.Slice(inv.Clusters, func(i, j int) bool { return inv.Clusters[i].Metadata.Name < inv.Clusters[j].Metadata.Name })
 	inv.Generation++
 	return true
+}
+
+// CheckAdd refuses to add a cluster that is registered with other settings, naming what would change.
+// Adding one exactly as it is registered is no change, not an error.
+func (inv *Inventory) CheckAdd(c fleet.Cluster) error {
+	old, ok := inv.Cluster(c.Metadata.Name)
+	if !ok {
+		return nil
+	}
+	c = normalizeCluster(c)
+	if Digest(old, nil) == Digest(c, nil) {
+		return nil
+	}
+	var changed []string
+	for _, f := range []struct {
+		name     string
+		old, new any
+	}{
+		{"kubeconfig", old.Spec.KubeConfigPath + "#" + old.Spec.KubeConfigContext, c.Spec.KubeConfigPath + "#" + c.Spec.KubeConfigContext},
+		{"labels", old.Metadata.Labels, c.Metadata.Labels},
+		{"annotations", old.Metadata.Annotations, c.Metadata.Annotations},
+		{"values", old.Spec.TemplateValues, c.Spec.TemplateValues},
+		{"confineToNamespace", old.Spec.ConfineToNamespace, c.Spec.ConfineToNamespace},
+		{"paused", old.Spec.Paused, c.Spec.Paused},
+	} {
+		if mustJSON(f.old) != mustJSON(f.new) {
+			changed = append(changed, f.name)
+		}
+	}
+	return fmt.Errorf("cluster %q is registered already with other %s; add --replace to replace its settings "+
+		"(GitRepos that select it by label may then stop or start deploying to it)", c.Metadata.Name, strings.Join(changed, ", "))
 }
 
 // RemoveCluster removes a cluster; it reports whether it was there.

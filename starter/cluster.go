@@ -39,9 +39,10 @@ func parsePairs(flag string, pairs []string) (map[string]string, error) {
 func newClusterAddCmd(g *globals) *cobra.Command {
 	var kubeconfig, kubeContext, valuesFile string
 	var labels, annotations []string
+	var replace bool
 	cmd := &cobra.Command{
-		Use:   "add NAME --kubeconfig PATH [--label k=v]... [--annotation k=v]... [--values FILE]",
-		Short: "Register a cluster, or update it when it exists (only the kubeconfig's path is stored, never its content)",
+		Use:   "add NAME --kubeconfig PATH [--label k=v]... [--annotation k=v]... [--values FILE] [--replace]",
+		Short: "Register a cluster; --replace replaces the settings of one that exists (only the kubeconfig's path is stored, never its content)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if kubeconfig == "" {
@@ -82,7 +83,11 @@ func newClusterAddCmd(g *globals) *cobra.Command {
 			defer cl.Close()
 			ctx, cancel := g.ctx()
 			defer cancel()
-			res, err := updateInventory(ctx, cl, inventory.UpdateUpsertCluster, c)
+			update := inventory.UpdateAddCluster
+			if replace {
+				update = inventory.UpdateUpsertCluster
+			}
+			res, err := updateInventory(ctx, cl, update, c)
 			if err != nil {
 				return err
 			}
@@ -95,6 +100,7 @@ func newClusterAddCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringArrayVar(&labels, "label", nil, "cluster label k=v (repeatable)")
 	cmd.Flags().StringArrayVar(&annotations, "annotation", nil, "cluster annotation k=v (repeatable)")
 	cmd.Flags().StringVar(&valuesFile, "values", "", "YAML file with the cluster's templateValues")
+	cmd.Flags().BoolVar(&replace, "replace", false, "replace the kubeconfig, labels, annotations and values of a registered cluster (all of them: what is not given is removed)")
 	return cmd
 }
 

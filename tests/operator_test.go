@@ -52,7 +52,12 @@ func TestOperatorDrivesAGitRepoWithTheCLI(t *testing.T) {
 	require.NoError(t, os.WriteFile(values, []byte("region: eu\n"), 0o644))
 	s.CLIRun("cluster", "add", "one", "--kubeconfig", s.K8s.Kubeconfig("one"), "--label", "env=dev", "--annotation", "owner=ops", "--values", values)
 	s.CLIRun("cluster", "add", "two", "--kubeconfig", s.K8s.Kubeconfig("two"), "--label", "env=test")
-	s.CLIRun("cluster", "add", "two", "--kubeconfig", s.K8s.Kubeconfig("two"), "--label", "env=dev") // running it again updates
+	s.CLIRun("cluster", "add", "two", "--kubeconfig", s.K8s.Kubeconfig("two"), "--label", "env=test") // the same again: no change
+	// Re-running an add with other labels would untarget label-selected GitRepos: it takes --replace.
+	_, stderr, code := runCLI(t, s, "cluster", "add", "two", "--kubeconfig", s.K8s.Kubeconfig("two"), "--label", "env=dev")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, `cluster "two" is registered already with other labels; add --replace`)
+	s.CLIRun("cluster", "add", "two", "--replace", "--kubeconfig", s.K8s.Kubeconfig("two"), "--label", "env=dev")
 
 	var inv struct {
 		Clusters []struct {
@@ -72,7 +77,7 @@ func TestOperatorDrivesAGitRepoWithTheCLI(t *testing.T) {
 	require.Equal(t, "one", clusters[0].Metadata.Name)
 	require.Equal(t, "ops", clusters[0].Metadata.Annotations["owner"])
 	require.Equal(t, "eu", clusters[0].Spec.TemplateValues["region"])
-	require.Equal(t, "dev", clusters[1].Metadata.Labels["env"], "the second add replaced the label")
+	require.Equal(t, "dev", clusters[1].Metadata.Labels["env"], "the add with --replace replaced the label")
 	require.Contains(t, s.CLIRun("cluster", "list"), "env=dev")
 
 	s.Apply(`apiVersion: fleet.cattle.io/v1alpha1
@@ -147,7 +152,7 @@ spec:
 	require.NotContains(t, s.CLIRun("cluster", "list"), "two")
 
 	// Errors name what is wrong; exit codes tell scripts what happened.
-	_, stderr, code := runCLI(t, s, "status", "nope")
+	_, stderr, code = runCLI(t, s, "status", "nope")
 	require.Equal(t, 1, code)
 	require.Contains(t, stderr, `gitrepo "nope"`)
 	_, stderr, code = runCLI(t, s, "apply", "-f", filepath.Join(s.Dir, "missing.yaml"))

@@ -43,6 +43,16 @@ func InventoryWorkflow(ctx workflow.Context, in InventoryInput) error {
 				return changed(inv.UpsertCluster(c))
 			},
 			func(ctx workflow.Context, c fleet.Cluster) error { return inventory.ValidateCluster(c) }},
+		{inventory.UpdateAddCluster,
+			func(ctx workflow.Context, c fleet.Cluster) (inventory.ChangeResult, error) {
+				return changed(inv.UpsertCluster(c))
+			},
+			func(ctx workflow.Context, c fleet.Cluster) error {
+				if err := inventory.ValidateCluster(c); err != nil {
+					return err
+				}
+				return inv.CheckAdd(c)
+			}},
 		{inventory.UpdateRemoveCluster,
 			func(ctx workflow.Context, r inventory.RemoveInput) (inventory.ChangeResult, error) {
 				return changed(inv.RemoveCluster(r.Name))

@@ -105,7 +105,7 @@ func Up(ctx context.Context, o Options) error {
 	}
 	cli := CLI{Bin: filepath.Join(bin, "flotilla"), Address: tmp.Address(), Out: o.Out}
 	for _, name := range o.Clusters {
-		if err := cli.Run(ctx, "cluster", "add", name, "--kubeconfig", k8s.Kubeconfig(name), "--label", "env="+name,
+		if err := cli.Run(ctx, "cluster", "add", name, "--replace", "--kubeconfig", k8s.Kubeconfig(name), "--label", "env="+name,
 			"--values", filepath.Join(o.Root, "examples", "clusters", name+".yaml")); err != nil {
 			return err
 		}

@@ -157,10 +157,11 @@ func (s *Stack) CLIRun(args ...string) string {
 	return out
 }
 
-// AddCluster registers a cluster with labels and templateValues through the CLI.
+// AddCluster registers a cluster with labels and templateValues through the CLI, replacing the settings
+// of one registered before (`cluster add --replace`).
 func (s *Stack) AddCluster(name, backing string, labels map[string]string, values map[string]any) {
 	s.t.Helper()
-	args := []string{"cluster", "add", name, "--kubeconfig", s.K8s.Kubeconfig(backing)}
+	args := []string{"cluster", "add", name, "--replace", "--kubeconfig", s.K8s.Kubeconfig(backing)}
 	for k, v := range labels {
 		args = append(args, "--label", k+"="+v)
 	}
