@@ -182,6 +182,11 @@ func (a *Activities) observeBundle(ctx context.Context, h *clusterHandle, t Clus
 	if err != nil {
 		return o, err
 	}
+	if conflict := releaseConflict(st, rel, t); conflict != "" {
+		// Not ours: neither its revision nor its objects are this bundle's status.
+		o.Error, o.ErrorType = conflict, ErrTypeReleaseConflict
+		return o, nil
+	}
 	o.Release = releaseInfo(st)
 	if resources && st.Exists && st.Status == "deployed" {
 		o.Resources = summarizeObjects(objs)
@@ -280,6 +285,11 @@ func (a *Activities) applyBundle(ctx context.Context, h *clusterHandle, t Cluste
 	st, err := h.client.Observe(ctx, rel.Namespace, rel.Name)
 	if err != nil {
 		return out, err
+	}
+	if conflict := releaseConflict(st, rel, t); conflict != "" {
+		// Checked again here: the release may have appeared since the observation that decided this.
+		out.Error, out.ErrorType = conflict, ErrTypeReleaseConflict
+		return out, nil
 	}
 	action := act.Action
 	if action == ActionRecover {

@@ -99,6 +99,8 @@ const (
 	ErrTypeUnreachable = "ClusterUnreachable"
 	ErrTypeApply       = "ApplyError"
 	ErrTypeStale       = "StaleObservation"
+	// ErrTypeReleaseConflict is a release under the bundle's name that belongs to someone else.
+	ErrTypeReleaseConflict = "ReleaseConflict"
 )
 
 // BundleObservation is the desired and live state of one bundle on one cluster.

@@ -1,0 +1,48 @@
+package activities
+
+import (
+	"fmt"
+
+	"github.com/flotilla-gitops/flotilla/agentclient"
+	"github.com/flotilla-gitops/flotilla/fleet/render"
+)
+
+// A release that exists under a bundle's name may belong to someone else: another GitRepo, another bundle
+// of this GitRepo, or no Flotilla GitRepo at all (installed by hand, by Fleet, by another tool). Flotilla
+// never upgrades, rolls back, repairs or uninstalls such a release unless the bundle sets
+// helm.takeOwnership: last-writer-wins would have two GitRepos overwrite each other at every check, and
+// deleting either would uninstall the other's workload.
+
+// releaseConflict says why a live release is not this bundle's to change, or "" when it is. A release
+// of a bundle this target no longer has is this GitRepo's own, left by a rename; it may be taken over.
+func releaseConflict(st agentclient.ReleaseState, rel *render.Release, t ClusterTarget) string {
+	if !st.Exists {
+		return ""
+	}
+	if rel.Options.Helm != nil && rel.Options.Helm.TakeOwnership {
+		return ""
+	}
+	owner, ownerBundle := st.Labels[LabelGitRepo], st.Labels[LabelBundle]
+	var whose string
+	switch {
+	case owner == "":
+		whose = "was not installed by Flotilla"
+	case owner != t.GitRepo:
+		whose = fmt.Sprintf("belongs to GitRepo %q (bundle %q)", owner, ownerBundle)
+	case ownerBundle != rel.Bundle && targetHasBundle(t, ownerBundle):
+		whose = fmt.Sprintf("belongs to bundle %q of this GitRepo", ownerBundle)
+	default:
+		return ""
+	}
+	return fmt.Sprintf("release %s/%s %s: refusing to take it over; give this bundle its own helm.releaseName "+
+		"(or namespace), or set helm.takeOwnership: true to adopt the release", st.Namespace, st.Name, whose)
+}
+
+func targetHasBundle(t ClusterTarget, name string) bool {
+	for _, b := range t.Bundles {
+		if b.Name == name {
+			return true
+		}
+	}
+	return false
+}
