@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"sort"
 	"time"
 
@@ -59,7 +60,9 @@ func (a *Activities) Poll(ctx context.Context, in PollInput) (PollResult, error)
 }
 
 // Plan discovers bundles at a commit and computes which clusters each targets. A bundle whose fleet.yaml
-// does not load still goes to every cluster the GitRepo targets, so the error shows on each of them.
+// does not load fails the whole plan, naming the file: its targets (overrideTargets) are unknown, and a plan
+// without them would drop clusters only those targets reach, and so uninstall the bundle there. The
+// GitRepo keeps its last good plan meanwhile.
 func (a *Activities) Plan(ctx context.Context, in PlanInput) (Plan, error) {
 	if err := target.Validate(in.Targets); err != nil {
 		return Plan{}, temporal.NewNonRetryableApplicationError("spec.targets: "+err.Error(), "InvalidTargets", nil)
@@ -81,7 +84,14 @@ func (a *Activities) Plan(ctx context.Context, in PlanInput) (Plan, error) {
 	for i, ref := range refs {
 		plan.Bundles = append(plan.Bundles, BundleRef{Name: ref.Name, Path: ref.Path})
 		targets[i] = in.Targets
-		if b, err := bundle.Load(dir, ref); err == nil && len(b.FleetYAML.OverrideTargets) > 0 {
+		b, err := bundle.Load(dir, ref)
+		if err != nil {
+			return Plan{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("bundle %q: %v", ref.Name, err), ErrTypeBundle, nil)
+		}
+		if len(b.FleetYAML.OverrideTargets) > 0 {
+			if err := target.Validate(b.FleetYAML.OverrideTargets); err != nil {
+				return Plan{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("bundle %q: %s: overrideTargets: %v", ref.Name, path.Join(ref.Path, "fleet.yaml"), err), ErrTypeBundle, nil)
+			}
 			targets[i] = b.FleetYAML.OverrideTargets
 		}
 	}
