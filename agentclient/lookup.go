@@ -49,8 +49,8 @@ func (t namespaceOnly) RoundTrip(req *http.Request) (*http.Response, error) {
 		`"message":"outside namespace %s"}`, t.namespace)
 	return &http.Response{
 		StatusCode: http.StatusNotFound, Status: "404 Not Found", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header:  http.Header{"Content-Type": []string{"application/json"}},
-		Body:    io.NopCloser(bytes.NewBufferString(body)), ContentLength: int64(len(body)), Request: req,
+		Header: http.Header{"Content-Type": []string{"application/json"}},
+		Body:   io.NopCloser(bytes.NewBufferString(body)), ContentLength: int64(len(body)), Request: req,
 	}, nil
 }
 
