@@ -259,6 +259,16 @@ func (a *Activities) Apply(ctx context.Context, in ApplyInput) (ApplyResult, err
 	stop := heartbeatEvery(ctx, 3*time.Second)
 	defer stop()
 	res := ApplyResult{Bundles: make([]BundleApplyResult, len(in.Actions))}
+	if in.Sweep != nil {
+		removed, err := a.sweep(ctx, h.client, in.Target.GitRepo, in.Target.Cluster, h.info.ConfineToNamespace, *in.Sweep)
+		res.Swept = removed
+		if err != nil {
+			if agentclient.IsUnreachable(err) {
+				return ApplyResult{}, a.clusterError(in.Target.Cluster, err)
+			}
+			res.SweepError = err.Error()
+		}
+	}
 	refs := map[string]BundleRef{}
 	for _, r := range in.Target.Bundles {
 		refs[r.Name] = r
@@ -357,6 +367,9 @@ func ApplyRequestFor(rel *render.Release, gitRepo, cluster, commit string) agent
 		MaxHistory:         maxHistory(rel.Options),
 		Description:        fmt.Sprintf("flotilla: gitrepo %s commit %s", gitRepo, shortSHA(commit)),
 	}
+	if rel.Options.KeepResources {
+		req.Labels[LabelKeepResources] = "true"
+	}
 	if hopts := rel.Options.Helm; hopts != nil {
 		req.Force, req.TakeOwnership, req.Atomic, req.WaitForJobs = hopts.Force, hopts.TakeOwnership, hopts.Atomic, hopts.WaitForJobs
 		if hopts.TimeoutSeconds > 0 {
@@ -406,22 +419,27 @@ func (a *Activities) Uninstall(ctx context.Context, in UninstallInput) (Uninstal
 	if err != nil {
 		return UninstallResult{}, temporal.NewApplicationError(fmt.Sprintf("cluster %q: %v", in.Cluster, err), ErrTypeUnreachable)
 	}
+	if in.Sweep != nil {
+		s := *in.Sweep
+		s.KeepResources = s.KeepResources || in.KeepResources
+		removed, err := a.sweep(ctx, cl, in.GitRepo, in.Cluster, c.Spec.ConfineToNamespace, s)
+		if err != nil {
+			return UninstallResult{Removed: removed}, a.clusterError(in.Cluster, err)
+		}
+		return UninstallResult{Removed: removed}, nil
+	}
 	rels, err := cl.ListReleases(ctx, map[string]string{LabelGitRepo: in.GitRepo})
 	if err != nil {
 		return UninstallResult{}, a.clusterError(in.Cluster, err)
 	}
-	keep := map[string]bool{}
-	for _, k := range in.Keep {
-		keep[k] = true
-	}
 	confined := c.Spec.ConfineToNamespace
 	var res UninstallResult
 	for _, r := range rels {
-		if keep[r.Labels[LabelBundle]] || confined != "" && r.Namespace != confined {
+		if confined != "" && r.Namespace != confined {
 			// Other namespaces of a confined cluster's API server belong to other clusters.
 			continue
 		}
-		if err := cl.Uninstall(ctx, r.Namespace, r.Name, in.KeepResources); err != nil {
+		if err := cl.Uninstall(ctx, r.Namespace, r.Name, in.KeepResources || r.Labels[LabelKeepResources] == "true"); err != nil {
 			return res, a.clusterError(in.Cluster, err)
 		}
 		res.Removed = append(res.Removed, r.Namespace+"/"+r.Name)

@@ -173,6 +173,9 @@ const (
 type ApplyInput struct {
 	Target  ClusterTarget  `json:"target"`
 	Actions []BundleAction `json:"actions"`
+	// Sweep, when set, uninstalls the GitRepo's releases the target no longer has before acting, so a
+	// release that moved (new name or namespace) frees its objects for the new one.
+	Sweep *Sweep `json:"sweep,omitempty"`
 	// Observe asks for an observation of every bundle, objects included, once the actions are done: the
 	// observation the workflow needs next, without a separate Observe activity and workflow task.
 	Observe bool `json:"observe,omitempty"`
@@ -191,6 +194,30 @@ type ApplyResult struct {
 	Bundles []BundleApplyResult `json:"bundles"`
 	// Observation is set when ApplyInput.Observe asked for it and the cluster could be observed.
 	Observation *Observation `json:"observation,omitempty"`
+	// Swept lists the releases the sweep uninstalled (namespace/name); SweepError says why it stopped.
+	Swept      []string `json:"swept,omitempty"`
+	SweepError string   `json:"sweepError,omitempty"`
+}
+
+// Sweep says which of a GitRepo's releases on one cluster stay; every other release of the GitRepo on
+// that cluster is uninstalled: bundles deleted from the repository, bundles no longer deployed there
+// (doNotDeploy), releases left behind by a new release name or namespace. Only what a successful plan
+// and a successful render say is gone goes: a bundle that failed to render keeps every release it has.
+type Sweep struct {
+	// Releases are where the target's deployed bundles live now.
+	Releases []ReleaseRef `json:"releases,omitempty"`
+	// KeepBundles are bundles whose every release stays, because where they should live is unknown.
+	KeepBundles []string `json:"keepBundles,omitempty"`
+	// KeepResources uninstalls only Helm's record and leaves the objects (also when the release was
+	// deployed with keepResources, which its labels remember).
+	KeepResources bool `json:"keepResources,omitempty"`
+}
+
+// ReleaseRef names one bundle's release on a cluster.
+type ReleaseRef struct {
+	Bundle    string `json:"bundle"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
 }
 
 // BundleApplyResult is one action's outcome.
@@ -208,8 +235,9 @@ type UninstallInput struct {
 	Cluster       string `json:"cluster"`
 	ClusterDigest string `json:"clusterDigest,omitempty"`
 	KeepResources bool   `json:"keepResources,omitempty"`
-	// Keep lists bundles that stay; every other release of this GitRepo on the cluster is removed.
-	Keep []string `json:"keep,omitempty"`
+	// Sweep, when set, removes only what it does not keep; without it every release of this GitRepo on
+	// the cluster is removed.
+	Sweep *Sweep `json:"sweep,omitempty"`
 }
 
 // UninstallResult lists what was removed.

@@ -101,6 +101,12 @@ var secretsResource = schema.GroupVersionResource{Version: "v1", Resource: "secr
 // Two LIST calls: Secret metadata of all Helm revisions (to know each release's latest revision without
 // decoding anything), then the full Secrets matching the selector.
 func (c *Client) ListReleases(ctx context.Context, labelSelector map[string]string) ([]ReleaseState, error) {
+	return c.ListReleasesIn(ctx, metav1.NamespaceAll, labelSelector)
+}
+
+// ListReleasesIn is ListReleases within one namespace ("" for all): on an API server shared by clusters
+// confined to namespaces, listing only the cluster's own namespace keeps the cost that cluster's.
+func (c *Client) ListReleasesIn(ctx context.Context, namespace string, labelSelector map[string]string) ([]ReleaseState, error) {
 	fail := func(err error) ([]ReleaseState, error) {
 		return nil, fmt.Errorf("cluster %s: list releases: %w", c.name, err)
 	}
@@ -108,7 +114,7 @@ func (c *Client) ListReleases(ctx context.Context, labelSelector map[string]stri
 	latest := map[key]int{}
 	opts := metav1.ListOptions{LabelSelector: "owner=helm", Limit: listPageSize}
 	for {
-		page, err := c.metadata.Resource(secretsResource).Namespace(metav1.NamespaceAll).List(ctx, opts)
+		page, err := c.metadata.Resource(secretsResource).Namespace(namespace).List(ctx, opts)
 		if err != nil {
 			return fail(err)
 		}
@@ -137,7 +143,7 @@ func (c *Client) ListReleases(ctx context.Context, labelSelector map[string]stri
 	if _, err := labels.ValidatedSelectorFromSet(selector); err != nil {
 		return fail(fmt.Errorf("label selector: %w", err))
 	}
-	d := driver.NewSecrets(ctxSecrets{SecretInterface: c.clientset.CoreV1().Secrets(metav1.NamespaceAll), ctx: ctx})
+	d := driver.NewSecrets(ctxSecrets{SecretInterface: c.clientset.CoreV1().Secrets(namespace), ctx: ctx})
 	rels, err := d.Query(selector)
 	if errors.Is(err, driver.ErrReleaseNotFound) {
 		return nil, nil

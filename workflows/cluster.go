@@ -54,6 +54,8 @@ type ClusterCarry struct {
 	LastReported string                  `json:"lastReported,omitempty"`
 	PromptStep   int                     `json:"promptStep,omitempty"`
 	FailStreak   int                     `json:"failStreak,omitempty"`
+	// SweptKey identifies the set of releases the last successful sweep kept (see sweepFor).
+	SweptKey string `json:"sweptKey,omitempty"`
 }
 
 // applyFailure remembers a failed apply of one desired state, so it is retried with backoff, not in a loop.
@@ -70,6 +72,8 @@ type clusterRun struct {
 	in    ClusterWorkflowInput
 	carry ClusterCarry
 	a     *activities.Activities
+	// sweeping caches whether this run sweeps (see sweeps); 0 unknown, 1 yes, -1 no.
+	sweeping int
 }
 
 // ClusterWorkflow applies a GitRepo's bundles to one cluster and keeps checking them. It is a long-lived
@@ -212,11 +216,13 @@ func (r *clusterRun) reconcile(ctx workflow.Context) time.Duration {
 			actions = append(actions, activities.BundleAction{Bundle: o.Bundle, Action: action, ExpectedID: o.DesiredID, Force: force})
 		}
 	}
+	sweep, sweepKey := r.sweepFor(ctx, obs)
 	if len(actions) > 0 {
-		res, err := r.apply(ctx, actions)
+		res, err := r.apply(ctx, actions, sweep)
 		if err != nil {
 			return r.unreachable(ctx, err)
 		}
+		r.recordSweep(ctx, sweep, sweepKey, res.Swept, res.SweepError)
 		r.recordApply(ctx, res, obs)
 		// The Apply activity observes after applying; only an activity that could not (or an older worker
 		// that does not) leaves it to a separate Observe. The choice follows the recorded result, so
@@ -227,6 +233,12 @@ func (r *clusterRun) reconcile(ctx workflow.Context) time.Duration {
 			return r.unreachable(ctx, err)
 		}
 		r.carry.PromptStep = 0
+	} else if sweep != nil {
+		removed, err := r.uninstallStale(ctx, *sweep)
+		if err != nil {
+			return r.unreachable(ctx, err)
+		}
+		r.recordSweep(ctx, sweep, sweepKey, removed, "")
 	}
 	r.carry.FailStreak = 0
 	st.Reachable, st.LastSeen, st.Message = true, now, ""
@@ -356,12 +368,18 @@ func errorMessage(err error) string {
 // search attributes does not upsert them again.
 const clusterLoop2 = "cluster-loop-2"
 
+// clusterShapeSweep is the first Shape that sweeps releases its target no longer has (see sweepFor).
+const clusterShapeSweep = 3
+
+// clusterSweep is the version from which a run started with an older Shape sweeps too.
+const clusterSweep = "cluster-sweep"
+
 // ClusterShapeCurrent is the Shape a run is started with. A run that knows its shape from its input
 // needs no GetVersion: the SDK's GetVersion records a marker and upserts the TemporalChangeVersion search
 // attribute, a visibility write for every cluster workflow run, which at a thousand clusters was a
 // measurable share of Temporal's work in a rollout (docs/performance.md). Histories of runs started
 // before Shape existed replay through GetVersion as they were recorded.
-const ClusterShapeCurrent = clusterShapeLoop2
+const ClusterShapeCurrent = clusterShapeSweep
 
 // clusterShapeLoop2 is the first Shape with the clusterLoop2 behaviour; later shapes keep it.
 const clusterShapeLoop2 = 2
@@ -404,7 +422,7 @@ func (r *clusterRun) observe(ctx workflow.Context) (activities.Observation, erro
 	return obs, err
 }
 
-func (r *clusterRun) apply(ctx workflow.Context, actions []activities.BundleAction) (activities.ApplyResult, error) {
+func (r *clusterRun) apply(ctx workflow.Context, actions []activities.BundleAction, sweep *activities.Sweep) (activities.ApplyResult, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: applyTimeout,
 		HeartbeatTimeout:    heartbeat,
@@ -412,7 +430,7 @@ func (r *clusterRun) apply(ctx workflow.Context, actions []activities.BundleActi
 		Summary:             fmt.Sprintf("apply %d bundle(s) to %s", len(actions), r.in.Target.Cluster),
 	})
 	var res activities.ApplyResult
-	err := workflow.ExecuteActivity(ctx, (*activities.Activities).Apply, activities.ApplyInput{Target: r.in.Target, Actions: actions, Observe: true}).Get(ctx, &res)
+	err := workflow.ExecuteActivity(ctx, (*activities.Activities).Apply, activities.ApplyInput{Target: r.in.Target, Actions: actions, Observe: true, Sweep: sweep}).Get(ctx, &res)
 	return res, err
 }
 

@@ -64,6 +64,8 @@ func TestClusterWorkflowReportsUnreachableAndRetries(t *testing.T) {
 		}
 		return deployed("s-1"), nil
 	})
+	// Once it answers, the fresh run sweeps what its target does not have (here: nothing).
+	env.OnActivity(a.Uninstall, mock.Anything, mock.Anything).Return(activities.UninstallResult{}, nil).Once()
 	var states []string
 	env.OnSignalExternalWorkflow(mock.Anything, "gitrepo/shop", "", SignalClusterReport, mock.Anything).Return(
 		func(_, _, _, _ string, arg any) error {

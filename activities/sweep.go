@@ -1,0 +1,50 @@
+package activities
+
+import (
+	"context"
+
+	"go.temporal.io/sdk/activity"
+	"go.uber.org/zap"
+
+	"github.com/flotilla-gitops/flotilla/agentclient"
+)
+
+// LabelKeepResources marks a release deployed with keepResources, so that whoever uninstalls it later (a
+// sweep after its bundle was deleted from the repository, when its fleet.yaml is gone) keeps its objects.
+const LabelKeepResources = "flotilla.dev/keep-resources"
+
+// sweep uninstalls the releases of gitRepo on this cluster that s does not keep. Only releases labelled
+// with this cluster are candidates: clusters confined to namespaces of one API server see each other's.
+func (a *Activities) sweep(ctx context.Context, cl *agentclient.Client, gitRepo, cluster, confined string, s Sweep) ([]string, error) {
+	rels, err := cl.ListReleasesIn(ctx, confined, map[string]string{LabelGitRepo: gitRepo, LabelCluster: cluster})
+	if err != nil {
+		return nil, err
+	}
+	keepBundle := map[string]bool{}
+	for _, b := range s.KeepBundles {
+		keepBundle[b] = true
+	}
+	keepRelease := map[string]bool{}
+	for _, r := range s.Releases {
+		keepRelease[r.Namespace+"/"+r.Name] = true
+	}
+	var removed []string
+	for _, r := range rels {
+		id := r.Namespace + "/" + r.Name
+		if keepBundle[r.Labels[LabelBundle]] || keepRelease[id] {
+			continue
+		}
+		keep := s.KeepResources || r.Labels[LabelKeepResources] == "true"
+		if err := cl.Uninstall(ctx, r.Namespace, r.Name, keep); err != nil {
+			return removed, err
+		}
+		a.logger().Info("uninstalled a release its GitRepo no longer deploys here", zap.String("gitRepo", gitRepo),
+			zap.String("cluster", cluster), zap.String("bundle", r.Labels[LabelBundle]), zap.String("release", id),
+			zap.Bool("keepResources", keep))
+		removed = append(removed, id)
+		if activity.IsActivity(ctx) {
+			activity.RecordHeartbeat(ctx, len(removed))
+		}
+	}
+	return removed, nil
+}
