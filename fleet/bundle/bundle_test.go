@@ -57,3 +57,13 @@ func TestLoadNamesFileAndLine(t *testing.T) {
 	_, err = Load(root, Ref{Name: "b", Path: "b"})
 	require.ErrorContains(t, err, "b/fleet.yaml: line 3: helm.values")
 }
+
+func TestABundleKeepsItsNameWhenAnotherKeyOfItsFleetYAMLIsWrong(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, map[string]string{"apps/web/fleet.yaml": "name: web\nhelm:\n  relaseName: x\n"})
+	refs, err := Discover(root, "shop", nil)
+	require.NoError(t, err)
+	require.Equal(t, "web", refs[0].Name, "its live release, labelled web, stays its own while the error shows")
+	_, err = Load(root, refs[0])
+	require.ErrorContains(t, err, `unknown key "relaseName"`)
+}
