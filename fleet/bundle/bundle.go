@@ -194,7 +194,8 @@ func bundleName(repo *safepath.Repo, rel, gitRepoName string) string {
 }
 
 // declaredName reads fleet.yaml's top-level name alone, as Load will (any case), even when another key is
-// wrong: the bundle keeps its name, so its live release stays its own while Load reports the mistake.
+// wrong: the bundle keeps its name, so its live release stays its own while Load reports the mistake. A
+// name that is not a valid label value is not used: Load reports it, and it never reaches a label.
 func declaredName(data []byte) string {
 	var doc yaml.Node
 	if yaml.Unmarshal(data, &doc) != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
@@ -207,7 +208,10 @@ func declaredName(data []byte) string {
 			v = v.Alias
 		}
 		if strings.EqualFold(k.Value, "name") && v.Kind == yaml.ScalarNode && v.Tag == "!!str" {
-			return v.Value
+			if checkName(v.Value) == nil {
+				return v.Value
+			}
+			return ""
 		}
 	}
 	return ""
@@ -275,6 +279,9 @@ func Parse(file string, data []byte) (fleet.FleetYAML, []string, error) {
 				Err: fmt.Errorf("%s: cannot be a %s (want %s)", field, te.Value, te.Type)}
 		}
 		return fy, nil, &LoadError{File: file, Err: err}
+	}
+	if err := checkName(fy.Name); err != nil {
+		return fy, nil, &LoadError{File: file, Line: lineOf(&node, "name"), Err: err}
 	}
 	return fy, warnings, nil
 }
