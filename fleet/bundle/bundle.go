@@ -134,12 +134,8 @@ func Discover(root, gitRepoName string, paths []string) ([]Ref, error) {
 		}
 	}
 	sort.Slice(refs, func(i, j int) bool { return refs[i].Path < refs[j].Path })
-	byName := map[string]string{}
-	for _, r := range refs {
-		if other, dup := byName[r.Name]; dup {
-			return nil, fmt.Errorf("bundles %q and %q are both named %q; set distinct names in their fleet.yaml", other, r.Path, r.Name)
-		}
-		byName[r.Name] = r.Path
+	if err := checkDistinct(refs); err != nil {
+		return nil, err
 	}
 	return refs, nil
 }

@@ -106,3 +106,25 @@ func TestDerivedNamesAreValidLabelValuesAndReleaseNames(t *testing.T) {
 		require.LessOrEqual(t, len(got), 53, "%q → %q", in, got)
 	}
 }
+
+func TestBundlesThatWouldShareAReleaseAreRefused(t *testing.T) {
+	for _, tc := range []struct {
+		files map[string]string
+		want  []string
+	}{
+		{map[string]string{"b/c/cm.yaml": "kind: ConfigMap\n", "b-c/cm.yaml": "kind: ConfigMap\n"},
+			[]string{`"a-b-c"`, `"b/c"`, `"b-c"`}},
+		{map[string]string{"x/fleet.yaml": "name: web\n", "y/fleet.yaml": "name: web\n"},
+			[]string{`"web"`, `"x"`, `"y"`}},
+		{map[string]string{"x/fleet.yaml": "name: a--b\n", "y/fleet.yaml": "name: a-b\n"},
+			[]string{`"x" (named "a--b")`, `"y" (named "a-b")`, `Helm release "a-b"`}},
+	} {
+		root := t.TempDir()
+		write(t, root, tc.files)
+		_, err := Discover(root, "a", nil)
+		require.Error(t, err)
+		for _, w := range tc.want {
+			require.Contains(t, err.Error(), w)
+		}
+	}
+}
