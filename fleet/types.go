@@ -126,7 +126,9 @@ type ClusterGroupSpec struct {
 	Selector *metav1.LabelSelector `json:"selector,omitempty"`
 }
 
-// FleetYAML is the content of a bundle's fleet.yaml.
+// FleetYAML is the content of a bundle's fleet.yaml. The keys fleet.yaml accepts are these types' JSON
+// keys (package bundle derives its unknown-key check from them), plus the keys of Fleet's schema that
+// bundle lists as not supported yet.
 type FleetYAML struct {
 	Name   string            `json:"name,omitempty"`
 	Labels map[string]string `json:"labels,omitempty"`

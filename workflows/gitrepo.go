@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"net/url"
 	"regexp"
 	"sort"
 	"strings"
@@ -120,13 +119,8 @@ func ValidateGitRepo(g fleet.GitRepo) error {
 	if g.Spec.Repo == "" {
 		return fmt.Errorf("gitrepo %q: spec.repo is required", name)
 	}
-	if u, err := url.Parse(g.Spec.Repo); err == nil && u.User != nil {
-		// Over HTTP(S) a user part is a token as often as a name (https://TOKEN@host/...); over SSH it is
-		// the account (git@), never a secret.
-		_, hasPassword := u.User.Password()
-		if hasPassword || u.Scheme == "http" || u.Scheme == "https" {
-			return fmt.Errorf("gitrepo %q: spec.repo must not carry credentials; name them with spec.clientSecretName", name)
-		}
+	if err := fleet.CheckRepoURL(g.Spec.Repo); err != nil {
+		return fmt.Errorf("gitrepo %q: spec.repo: %w", name, err)
 	}
 	if g.Spec.PollingInterval != "" {
 		if d, err := time.ParseDuration(g.Spec.PollingInterval); err != nil || d < 0 {

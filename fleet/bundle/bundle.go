@@ -28,6 +28,9 @@ type Bundle struct {
 	Ref
 	FleetYAML    fleet.FleetYAML
 	HasFleetYAML bool
+	// Warnings name the fleet.yaml keys Fleet documents that Flotilla reads past, each with its file and line
+	// (`web/fleet.yaml: line 7: dependsOn is not supported yet and is ignored`), for the caller to show.
+	Warnings []string
 }
 
 // LoadError locates a fleet.yaml mistake.
@@ -131,12 +134,8 @@ func Discover(root, gitRepoName string, paths []string) ([]Ref, error) {
 		}
 	}
 	sort.Slice(refs, func(i, j int) bool { return refs[i].Path < refs[j].Path })
-	byName := map[string]string{}
-	for _, r := range refs {
-		if other, dup := byName[r.Name]; dup {
-			return nil, fmt.Errorf("bundles %q and %q are both named %q; set distinct names in their fleet.yaml", other, r.Path, r.Name)
-		}
-		byName[r.Name] = r.Path
+	if err := checkDistinct(refs); err != nil {
+		return nil, err
 	}
 	return refs, nil
 }
@@ -179,11 +178,8 @@ func expand(repo *safepath.Repo, p string) ([]string, error) {
 func bundleName(repo *safepath.Repo, rel, gitRepoName string) string {
 	if f := has(repo, rel, fleetFiles); f != "" {
 		if data, err := repo.ReadFile(path.Join(rel, f)); err == nil {
-			var head struct {
-				Name string `yaml:"name"`
-			}
-			if yaml.Unmarshal(data, &head) == nil && head.Name != "" {
-				return head.Name
+			if name := declaredName(data); name != "" {
+				return name
 			}
 		}
 	}
@@ -191,6 +187,30 @@ func bundleName(repo *safepath.Repo, rel, gitRepoName string) string {
 		return names.HelmReleaseName(gitRepoName)
 	}
 	return names.HelmReleaseName(gitRepoName + "/" + rel)
+}
+
+// declaredName reads fleet.yaml's top-level name alone, as Load will (any case), even when another key is
+// wrong: the bundle keeps its name, so its live release stays its own while Load reports the mistake. A
+// name that is not a valid label value is not used: Load reports it, and it never reaches a label.
+func declaredName(data []byte) string {
+	var doc yaml.Node
+	if yaml.Unmarshal(data, &doc) != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		return ""
+	}
+	m := doc.Content[0]
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], m.Content[i+1]
+		if v.Kind == yaml.AliasNode && v.Alias != nil {
+			v = v.Alias
+		}
+		if strings.EqualFold(k.Value, "name") && v.Kind == yaml.ScalarNode && v.Tag == "!!str" {
+			if checkName(v.Value) == nil {
+				return v.Value
+			}
+			return ""
+		}
+	}
+	return ""
 }
 
 // Load reads a bundle's fleet.yaml; mistakes name the file and, where the parser knows it, the line.
@@ -213,45 +233,53 @@ func Load(root string, ref Ref) (*Bundle, error) {
 	if err != nil {
 		return nil, &LoadError{File: file, Err: err}
 	}
-	fy, err := Parse(file, data)
+	fy, warnings, err := Parse(file, data)
 	if err != nil {
 		return nil, err
 	}
-	b.FleetYAML, b.HasFleetYAML = fy, true
+	b.FleetYAML, b.HasFleetYAML, b.Warnings = fy, true, warnings
 	return b, nil
 }
 
-// Parse decodes fleet.yaml content.
-func Parse(file string, data []byte) (fleet.FleetYAML, error) {
+// Parse decodes fleet.yaml content. Unknown and repeated keys are errors; keys Fleet documents that
+// Flotilla does not act on yet come back as warnings.
+func Parse(file string, data []byte) (fleet.FleetYAML, []string, error) {
 	var fy fleet.FleetYAML
 	var node yaml.Node
 	if err := yaml.Unmarshal(data, &node); err != nil {
-		return fy, syntaxError(file, err)
+		return fy, nil, syntaxError(file, err)
+	}
+	warnings, err := checkKeys(file, &node)
+	if err != nil {
+		return fy, nil, err
 	}
 	var generic any
 	if err := node.Decode(&generic); err != nil {
-		return fy, syntaxError(file, err)
+		return fy, nil, syntaxError(file, err)
 	}
 	if generic == nil {
-		return fy, nil
+		return fy, warnings, nil
 	}
 	if _, ok := generic.(map[string]any); !ok {
-		return fy, &LoadError{File: file, Line: 1, Err: errors.New("fleet.yaml must be a map of keys such as helm, kustomize, yaml, targetCustomizations")}
+		return fy, nil, &LoadError{File: file, Line: 1, Err: errors.New("fleet.yaml must be a map of keys such as helm, kustomize, yaml, targetCustomizations")}
 	}
 	js, err := json.Marshal(generic)
 	if err != nil {
-		return fy, &LoadError{File: file, Err: err}
+		return fy, nil, &LoadError{File: file, Err: err}
 	}
 	if err := json.Unmarshal(js, &fy); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
 			field := jsonField(te.Field)
-			return fy, &LoadError{File: file, Line: lineOf(&node, field),
+			return fy, nil, &LoadError{File: file, Line: lineOf(&node, field),
 				Err: fmt.Errorf("%s: cannot be a %s (want %s)", field, te.Value, te.Type)}
 		}
-		return fy, &LoadError{File: file, Err: err}
+		return fy, nil, &LoadError{File: file, Err: err}
 	}
-	return fy, nil
+	if err := checkName(fy.Name); err != nil {
+		return fy, nil, &LoadError{File: file, Line: lineOf(&node, "name"), Err: err}
+	}
+	return fy, warnings, nil
 }
 
 func syntaxError(file string, err error) error {
@@ -280,7 +308,7 @@ func lineOf(doc *yaml.Node, field string) int {
 		}
 		found := false
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			if n.Content[i].Value == key {
+			if strings.EqualFold(n.Content[i].Value, key) {
 				line = n.Content[i].Line
 				n = n.Content[i+1]
 				found = true

@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -43,17 +42,6 @@ type Cache struct {
 
 var fullSHA = regexp.MustCompile(`^[0-9a-f]{40}$`)
 
-// Sanitize strips credentials and query strings from a URL before it appears in an error or a log.
-func Sanitize(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return raw
-	}
-	u.User = nil
-	u.RawQuery = ""
-	return u.String()
-}
-
 func (c *Cache) auth(secret string) (transport.AuthMethod, error) {
 	if secret == "" {
 		return nil, nil
@@ -66,9 +54,18 @@ func (c *Cache) auth(secret string) (transport.AuthMethod, error) {
 
 // Resolve returns the commit a repository's branch or revision points at, with one ls-remote.
 // A full 40-character SHA revision is returned as is, with no network call.
+// No error it returns shows the URL's user info, query or fragment.
 func (c *Cache) Resolve(ctx context.Context, repo, branch, revision, secret string) (string, error) {
+	commit, err := c.resolve(ctx, repo, branch, revision, secret)
+	return commit, sanitizeError(err, repo)
+}
+
+func (c *Cache) resolve(ctx context.Context, repo, branch, revision, secret string) (string, error) {
 	if fullSHA.MatchString(revision) {
 		return revision, nil
+	}
+	if err := checkParses(repo); err != nil {
+		return "", err
 	}
 	auth, err := c.auth(secret)
 	if err != nil {
@@ -77,7 +74,7 @@ func (c *Cache) Resolve(ctx context.Context, repo, branch, revision, secret stri
 	remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{repo}})
 	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth, PeelingOption: git.AppendPeeled})
 	if err != nil {
-		return "", fmt.Errorf("ls-remote %s: %w", Sanitize(repo), scrub(err, repo))
+		return "", fmt.Errorf("ls-remote %s: %w", Sanitize(repo), err)
 	}
 	byName := map[string]*plumbing.Reference{}
 	for _, r := range refs {
@@ -121,9 +118,18 @@ func (e *NotFoundError) Error() string { return fmt.Sprintf("%s: %s not found", 
 
 // Checkout returns a directory holding the repository at commit, cloning only when it is not cached.
 // Concurrent callers for the same commit share one clone; the directory appears atomically.
+// No error it returns shows the URL's user info, query or fragment.
 func (c *Cache) Checkout(ctx context.Context, repo, commit, secret string) (string, error) {
+	dir, err := c.checkout(ctx, repo, commit, secret)
+	return dir, sanitizeError(err, repo)
+}
+
+func (c *Cache) checkout(ctx context.Context, repo, commit, secret string) (string, error) {
 	if !fullSHA.MatchString(commit) {
 		return "", fmt.Errorf("checkout %s: %q is not a full commit SHA", Sanitize(repo), commit)
+	}
+	if err := checkParses(repo); err != nil {
+		return "", err
 	}
 	repoDir := filepath.Join(c.Dir, repoKey(repo))
 	dir := filepath.Join(repoDir, commit)
@@ -165,7 +171,7 @@ func (c *Cache) Checkout(ctx context.Context, repo, commit, secret string) (stri
 func clone(ctx context.Context, dir, repo, commit string, auth transport.AuthMethod) error {
 	r, err := git.PlainCloneContext(ctx, dir, false, &git.CloneOptions{URL: repo, Auth: auth, NoCheckout: true, Tags: git.NoTags})
 	if err != nil {
-		return fmt.Errorf("clone %s: %w", Sanitize(repo), scrub(err, repo))
+		return fmt.Errorf("clone %s: %w", Sanitize(repo), err)
 	}
 	wt, err := r.Worktree()
 	if err != nil {
@@ -228,18 +234,6 @@ func (c *Cache) prune(repoDir, current string) {
 func repoKey(repo string) string {
 	sum := sha256.Sum256([]byte(repo))
 	return hex.EncodeToString(sum[:8])
-}
-
-// scrub removes the raw URL (which may hold credentials) from an error's text.
-func scrub(err error, repo string) error {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	if strings.Contains(msg, repo) {
-		return errors.New(strings.ReplaceAll(msg, repo, Sanitize(repo)))
-	}
-	return err
 }
 
 // BasicAuth is a Credentials holding username/password (or token) pairs by name.

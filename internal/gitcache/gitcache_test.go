@@ -60,8 +60,6 @@ func TestResolveAndCheckoutFollowTheBranch(t *testing.T) {
 
 	_, err = c.Resolve(ctx, "file://"+src, "nope", "", "")
 	require.ErrorContains(t, err, `branch "nope" not found`)
-}
-
-func TestSanitizeDropsCredentials(t *testing.T) {
-	require.Equal(t, "https://git.example.com/org/repo.git", Sanitize("https://user:secret@git.example.com/org/repo.git?token=abc"))
+	var nf *NotFoundError
+	require.ErrorAs(t, err, &nf, "callers still tell a missing branch from a git failure")
 }
