@@ -112,6 +112,12 @@ var gitRepoName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
 // ValidateGitRepo checks a GitRepo without I/O; the CLI runs the same checks before starting anything.
 func ValidateGitRepo(g fleet.GitRepo) error {
+	return validateGitRepo(g, true)
+}
+
+// validateGitRepo checks a GitRepo; strictURL adds the credential checks of fleet.CheckRepoURL, which
+// runs started before them did not make (see strictRepoURL).
+func validateGitRepo(g fleet.GitRepo, strictURL bool) error {
 	name := g.Metadata.Name
 	if !gitRepoName.MatchString(name) || len(name) > 63 {
 		return fmt.Errorf("metadata.name %q: must be a DNS label (lowercase letters, digits, '-'; at most 63 characters)", name)
@@ -119,7 +125,7 @@ func ValidateGitRepo(g fleet.GitRepo) error {
 	if g.Spec.Repo == "" {
 		return fmt.Errorf("gitrepo %q: spec.repo is required", name)
 	}
-	if err := fleet.CheckRepoURL(g.Spec.Repo); err != nil {
+	if err := fleet.CheckRepoURL(g.Spec.Repo); err != nil && strictURL {
 		return fmt.Errorf("gitrepo %q: spec.repo: %w", name, err)
 	}
 	if g.Spec.PollingInterval != "" {
@@ -134,7 +140,8 @@ func ValidateGitRepo(g fleet.GitRepo) error {
 // inventory, and hands each targeted cluster its desired state through a child ClusterWorkflow. Clusters
 // fail alone: the parent never waits on one cluster to serve another.
 func GitRepoWorkflow(ctx workflow.Context, in GitRepoInput) error {
-	if err := ValidateGitRepo(in.GitRepo); err != nil {
+	strict := workflow.GetVersion(ctx, strictRepoURL, workflow.DefaultVersion, 1) == 1
+	if err := validateGitRepo(in.GitRepo, strict); err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), "InvalidGitRepo", nil)
 	}
 	g := &gitRepoRun{spec: in.GitRepo, paused: in.Spec.Paused}
@@ -171,6 +178,11 @@ func GitRepoWorkflow(ctx workflow.Context, in GitRepoInput) error {
 	_ = workflow.UpsertTypedSearchAttributes(ctx, SearchGitRepo.ValueSet(g.spec.Metadata.Name), SearchRepo.ValueSet(g.spec.Spec.Repo))
 	return g.loop(ctx)
 }
+
+// strictRepoURL is the version from which a run refuses every credential form in spec.repo (query strings,
+// fragments, scp-style passwords). A run started before, with such a URL, replays as it ran and meets the
+// check when it continues as new, where it stops with InvalidGitRepo naming the part to remove.
+const strictRepoURL = "strict-repo-url"
 
 // QuerySpec answers the GitRepo document the workflow currently runs with (`flotilla render --gitrepo` reads
 // it). It holds no credentials: spec.repo may not carry a password and clientSecretName only names
