@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"sort"
 	"time"
 
@@ -19,7 +18,7 @@ import (
 
 	"github.com/flotilla-gitops/flotilla/agentclient"
 	"github.com/flotilla-gitops/flotilla/fleet"
-	"github.com/flotilla-gitops/flotilla/fleet/bundle"
+	"github.com/flotilla-gitops/flotilla/fleet/plan"
 	"github.com/flotilla-gitops/flotilla/fleet/render"
 	"github.com/flotilla-gitops/flotilla/fleet/target"
 	"github.com/flotilla-gitops/flotilla/internal/gitcache"
@@ -59,10 +58,8 @@ func (a *Activities) Poll(ctx context.Context, in PollInput) (PollResult, error)
 	return PollResult{Commit: commit, InventoryGeneration: inv.Generation}, nil
 }
 
-// Plan discovers bundles at a commit and computes which clusters each targets. A bundle whose fleet.yaml
-// does not load fails the whole plan, naming the file: its targets (overrideTargets) are unknown, and a plan
-// without them would drop clusters only those targets reach, and so uninstall the bundle there. The
-// GitRepo keeps its last good plan meanwhile.
+// Plan discovers bundles at a commit and computes which clusters each targets (fleet/plan). A bundle whose
+// fleet.yaml does not load fails the whole plan, naming the file; the GitRepo keeps its last good plan.
 func (a *Activities) Plan(ctx context.Context, in PlanInput) (Plan, error) {
 	if err := target.Validate(in.Targets); err != nil {
 		return Plan{}, temporal.NewNonRetryableApplicationError("spec.targets: "+err.Error(), "InvalidTargets", nil)
@@ -71,7 +68,7 @@ func (a *Activities) Plan(ctx context.Context, in PlanInput) (Plan, error) {
 	if err != nil {
 		return Plan{}, temporal.NewApplicationError(err.Error(), "GitError")
 	}
-	refs, err := bundle.Discover(dir, in.GitRepo, in.Paths)
+	bundles, err := plan.Load(dir, in.GitRepo, in.Paths, in.Targets)
 	if err != nil {
 		return Plan{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBundle, nil)
 	}
@@ -79,36 +76,20 @@ func (a *Activities) Plan(ctx context.Context, in PlanInput) (Plan, error) {
 	if err != nil {
 		return Plan{}, fmt.Errorf("reading the cluster inventory: %w", err)
 	}
-	plan := Plan{Commit: in.Commit, InventoryGeneration: inv.Generation, Clusters: []PlannedCluster{}}
-	targets := make([][]fleet.GitTarget, len(refs))
-	for i, ref := range refs {
-		plan.Bundles = append(plan.Bundles, BundleRef{Name: ref.Name, Path: ref.Path})
-		targets[i] = in.Targets
-		b, err := bundle.Load(dir, ref)
-		if err != nil {
-			return Plan{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("bundle %q: %v", ref.Name, err), ErrTypeBundle, nil)
-		}
-		if len(b.FleetYAML.OverrideTargets) > 0 {
-			if err := target.Validate(b.FleetYAML.OverrideTargets); err != nil {
-				return Plan{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("bundle %q: %s: overrideTargets: %v", ref.Name, path.Join(ref.Path, "fleet.yaml"), err), ErrTypeBundle, nil)
-			}
-			targets[i] = b.FleetYAML.OverrideTargets
-		}
+	p := Plan{Commit: in.Commit, InventoryGeneration: inv.Generation, Clusters: []PlannedCluster{}, Warnings: plan.Warnings(bundles)}
+	for _, b := range bundles {
+		p.Bundles = append(p.Bundles, BundleRef{Name: b.Ref.Name, Path: b.Ref.Path})
 	}
 	for _, c := range inv.Clusters {
 		info := inv.Info(c)
-		pc := PlannedCluster{Name: c.Metadata.Name, Digest: inventory.Digest(c, info.Groups), Paused: c.Spec.Paused}
-		for i := range refs {
-			if target.Matches(targets[i], info) {
-				pc.Bundles = append(pc.Bundles, i)
-			}
-		}
+		pc := PlannedCluster{Name: c.Metadata.Name, Digest: inventory.Digest(c, info.Groups), Paused: c.Spec.Paused,
+			Bundles: plan.For(bundles, info)}
 		if len(pc.Bundles) > 0 {
-			plan.Clusters = append(plan.Clusters, pc)
+			p.Clusters = append(p.Clusters, pc)
 		}
 	}
-	sort.Slice(plan.Clusters, func(i, j int) bool { return plan.Clusters[i].Name < plan.Clusters[j].Name })
-	return plan, nil
+	sort.Slice(p.Clusters, func(i, j int) bool { return p.Clusters[i].Name < p.Clusters[j].Name })
+	return p, nil
 }
 
 // clusterHandle is what observe and apply need for one cluster.

@@ -47,6 +47,8 @@ type Plan struct {
 	Bundles             []BundleRef `json:"bundles"`
 	// Clusters are the targeted clusters, sorted by name; each lists indexes into Bundles.
 	Clusters []PlannedCluster `json:"clusters"`
+	// Warnings name fleet.yaml keys Fleet documents that Flotilla does not act on (file, line, key).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // PlannedCluster is one targeted cluster and the bundles it receives.

@@ -12,9 +12,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-gitops/flotilla/fleet"
-	"github.com/flotilla-gitops/flotilla/fleet/bundle"
+	"github.com/flotilla-gitops/flotilla/fleet/plan"
 	"github.com/flotilla-gitops/flotilla/fleet/render"
-	"github.com/flotilla-gitops/flotilla/fleet/target"
 	"github.com/flotilla-gitops/flotilla/internal/gitcache"
 	"github.com/flotilla-gitops/flotilla/inventory"
 	"github.com/flotilla-gitops/flotilla/workflows"
@@ -47,37 +46,23 @@ func renderGitRepo(cmd *cobra.Command, g *globals, f *renderFlags) error {
 		return err
 	}
 	defer cleanup()
-	refs, err := bundle.Discover(dir, gr.Metadata.Name, gr.Spec.Paths)
+	// Planned exactly as the worker plans: a bundle that does not load fails the whole plan.
+	bundles, err := plan.Load(dir, gr.Metadata.Name, gr.Spec.Paths, gr.Spec.Targets)
 	if err != nil {
 		return fmt.Errorf("gitrepo %q at commit %s: %w", gr.Metadata.Name, shortCommit(commit), err)
 	}
-	// As the worker's Plan: a bundle's overrideTargets replace the GitRepo's targets, and a bundle whose
-	// fleet.yaml does not load goes to every cluster the GitRepo targets, so its error shows on each.
-	bundles := make([]*bundle.Bundle, len(refs))
-	loadErrs := make([]error, len(refs))
-	targets := make([][]fleet.GitTarget, len(refs))
-	for i, ref := range refs {
-		targets[i] = gr.Spec.Targets
-		bundles[i], loadErrs[i] = bundle.Load(dir, ref)
-		if loadErrs[i] == nil && len(bundles[i].FleetYAML.OverrideTargets) > 0 {
-			targets[i] = bundles[i].FleetYAML.OverrideTargets
-		}
+	for _, w := range plan.Warnings(bundles) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "WARN %s\n", w)
 	}
 
 	var results []clusterResult
 	for _, cl := range clusters {
 		info := inv.Info(cl)
 		res := clusterResult{Cluster: cl.Metadata.Name, Bundles: []bundleResult{}}
-		for i, ref := range refs {
-			if !target.Matches(targets[i], info) {
-				continue
-			}
-			if loadErrs[i] != nil {
-				res.Bundles = append(res.Bundles, bundleResult{Bundle: ref.Name, Path: ref.Path, Error: fmt.Sprintf("bundle %q: %v", ref.Name, loadErrs[i])})
-				continue
-			}
+		for _, i := range plan.For(bundles, info) {
+			b := bundles[i]
 			res.Bundles = append(res.Bundles, renderBundle(render.Input{
-				RepoRoot: dir, Bundle: bundles[i], Cluster: info, GitRepo: gr.Metadata.Name, Commit: commit,
+				RepoRoot: dir, Bundle: b.Bundle, Cluster: info, GitRepo: gr.Metadata.Name, Commit: commit,
 				TargetNamespace: gr.Spec.TargetNamespace, KeepResources: gr.Spec.KeepResources, CorrectDrift: gr.Spec.CorrectDrift,
 			}))
 		}

@@ -82,7 +82,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 }
 
 func allReady(st workflows.GitRepoStatus) bool {
-	return st.Commit != "" && st.DesiredReadyClusters > 0 && st.ReadyClusters == st.DesiredReadyClusters && st.Error == ""
+	return st.Commit != "" && st.DesiredReadyClusters > 0 && st.ReadyClusters == st.DesiredReadyClusters && st.Error == "" && st.Held == ""
 }
 
 func progressLine(st workflows.GitRepoStatus) string {
@@ -100,7 +100,11 @@ func printStatus(w io.Writer, format string, st workflows.GitRepoStatus) error {
 	if format != "table" && format != "" {
 		return printStructured(w, format, st)
 	}
-	fmt.Fprintf(w, "GitRepo %s  repo %s  commit %s\nState %s: %s\n\n", st.Name, st.Repo, shortCommit(st.Commit), st.State, st.Message)
+	fmt.Fprintf(w, "GitRepo %s  repo %s  commit %s\nState %s: %s\n", st.Name, st.Repo, shortCommit(st.Commit), st.State, st.Message)
+	for _, warning := range st.Warnings {
+		fmt.Fprintf(w, "Warning: %s\n", warning)
+	}
+	fmt.Fprintln(w)
 	tw := tabWriter(w)
 	fmt.Fprintln(tw, "CLUSTER\tBUNDLE\tSTATE\tREADY\tMESSAGE")
 	for _, c := range st.Clusters {

@@ -780,6 +780,7 @@ func (g *gitRepoRun) view() GitRepoStatus {
 		for _, b := range g.carry.Plan.Bundles {
 			st.Bundles = append(st.Bundles, b.Name)
 		}
+		st.Warnings = g.carry.Plan.Warnings
 		for _, pc := range g.carry.Plan.Clusters {
 			st.Clusters = append(st.Clusters, g.clusterView(pc))
 		}

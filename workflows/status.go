@@ -106,7 +106,9 @@ type GitRepoStatus struct {
 	Error    string `json:"error,omitempty"`
 	// Held says why the newest plan waits for approval (it would uninstall too much); the clusters keep
 	// running the plan before it.
-	Held                 string                    `json:"held,omitempty"`
+	Held string `json:"held,omitempty"`
+	// Warnings name fleet.yaml keys of the planned commit that Flotilla does not act on.
+	Warnings             []string                  `json:"warnings,omitempty"`
 	Summary              Summary                   `json:"summary"`
 	ReadyClusters        int                       `json:"readyClusters"`
 	DesiredReadyClusters int                       `json:"desiredReadyClusters"`

@@ -1,0 +1,58 @@
+package plan
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/flotilla-gitops/flotilla/fleet"
+)
+
+func repo(t *testing.T, files map[string]string) string {
+	dir := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+	}
+	return dir
+}
+
+var prod = []fleet.GitTarget{{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}}}
+
+// A bundle's overrideTargets replace the GitRepo's targets for that bundle only.
+func TestABundleGoesWhereItsTargetsSay(t *testing.T) {
+	dir := repo(t, map[string]string{
+		"web/cm.yaml":     "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\n",
+		"edge/fleet.yaml": "overrideTargets:\n- clusterName: edge-1\n",
+		"edge/cm.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: edge}\n",
+	})
+	bundles, err := Load(dir, "shop", nil, prod)
+	require.NoError(t, err)
+	require.Len(t, bundles, 2)
+	require.Equal(t, []int{1}, For(bundles, fleet.ClusterInfo{Name: "p1", Labels: map[string]string{"env": "prod"}}), "web only")
+	require.Equal(t, []int{0}, For(bundles, fleet.ClusterInfo{Name: "edge-1"}), "edge only")
+}
+
+// A bundle whose fleet.yaml does not load fails the plan: its overrideTargets are unknown, and planning
+// without them would uninstall it from clusters only they reach.
+func TestABundleThatDoesNotLoadFailsThePlan(t *testing.T) {
+	dir := repo(t, map[string]string{
+		"web/cm.yaml":     "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\n",
+		"edge/fleet.yaml": "overrideTargets:\n- clusterName: edge-1\nhelm:\n  relaseName: x\n",
+	})
+	_, err := Load(dir, "shop", nil, prod)
+	require.ErrorContains(t, err, `bundle "shop-edge": edge/fleet.yaml: line 4: unknown key "relaseName"`)
+}
+
+func TestWarningsNameTheBundleAndTheKey(t *testing.T) {
+	dir := repo(t, map[string]string{"web/fleet.yaml": "dependsOn:\n- name: db\n"})
+	bundles, err := Load(dir, "shop", nil, nil)
+	require.NoError(t, err)
+	w := Warnings(bundles)
+	require.Len(t, w, 1)
+	require.Contains(t, w[0], `bundle "shop-web": web/fleet.yaml: line 1: dependsOn`)
+}
