@@ -1,0 +1,92 @@
+package tests
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/flotilla-gitops/flotilla/internal/localk8s"
+	"github.com/flotilla-gitops/flotilla/tests/harness"
+	"github.com/flotilla-gitops/flotilla/workflows"
+)
+
+// releaseGone is a condition: the GitRepo has no release of that name on the backing cluster.
+func releaseGone(s *harness.Stack, backing, gitRepo, name string) func() bool {
+	return func() bool {
+		rels, err := s.ListReleases(backing, gitRepo)
+		if err != nil {
+			return false
+		}
+		_, there := rels[name]
+		return !there
+	}
+}
+
+// What leaves a cluster is uninstalled, and only that: a bundle deleted from the repository or told not
+// to deploy there goes; a commit whose fleet.yaml does not load changes nothing (before, it dropped the
+// clusters only its overrideTargets reached and uninstalled the bundle there); a commit that leaves no
+// bundle at all is held until a person approves it.
+func TestWhatLeavesAClusterIsUninstalledAndOnlyThat(t *testing.T) {
+	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "one"}, {Name: "two"}}})
+	s.AddCluster("one", "one", nil, nil)
+	s.AddCluster("two", "two", nil, nil)
+	edge := "overrideTargets:\n- clusterName: two\n"
+	repo := s.NewRepo(map[string]string{
+		"web/fleet.yaml":  "defaultNamespace: web\n",
+		"web/cm.yaml":     fmt.Sprintf(configMapV, "web"),
+		"api/fleet.yaml":  "defaultNamespace: api\n",
+		"api/cm.yaml":     fmt.Sprintf(configMapV, "api"),
+		"edge/fleet.yaml": edge,
+		"edge/cm.yaml":    fmt.Sprintf(configMapV, "edge"),
+		"README.md":       "# fleet\n",
+	})
+	s.Apply(harness.GitRepoYAML("shop", repo.URL(), "  targets: [{clusterName: one}]\n"))
+	s.WaitStatus("shop", 2*time.Minute, "Ready on both clusters", func(st workflows.GitRepoStatus) bool {
+		return harness.AllReady(st) && st.DesiredReadyClusters == 2
+	})
+	require.Contains(t, s.Releases("one", "shop"), "shop-api")
+	require.Contains(t, s.Releases("two", "shop"), "shop-edge")
+
+	// The api bundle is deleted from the repository: its release goes, web's is not touched.
+	repo.Commit(map[string]string{"api/fleet.yaml": "", "api/cm.yaml": ""}, "remove api")
+	require.Eventually(t, releaseGone(s, "one", "shop", "shop-api"), 2*time.Minute, 200*time.Millisecond, "api uninstalled")
+	require.Len(t, s.History("one", "web", "shop-web"), 1, "web was not redeployed")
+
+	// edge's fleet.yaml stops loading: the plan fails naming the file, and cluster two, which only edge's
+	// overrideTargets reach, keeps the GitRepo and the bundle.
+	bad := repo.Commit(map[string]string{"edge/fleet.yaml": edge + "helm:\n  relaseName: edge\n"}, "typo")
+	st := s.WaitStatus("shop", 2*time.Minute, "the plan error", func(st workflows.GitRepoStatus) bool {
+		return strings.Contains(st.Error, "commit "+bad[:12]) && strings.Contains(st.Error, `edge/fleet.yaml: line 4: unknown key "relaseName"`)
+	})
+	two, ok := harness.Cluster(st, "two")
+	require.True(t, ok, "cluster two is still planned: %s", st.Message)
+	require.Equal(t, workflows.StateReady, two.State)
+	require.Contains(t, s.Releases("two", "shop"), "shop-edge")
+
+	// Fixed, and web told not to deploy to cluster one: web goes from there.
+	repo.Commit(map[string]string{
+		"edge/fleet.yaml": edge,
+		"web/fleet.yaml":  "defaultNamespace: web\ntargetCustomizations:\n- name: not-one\n  clusterName: one\n  doNotDeploy: true\n",
+	}, "web not on one")
+	require.Eventually(t, releaseGone(s, "one", "shop", "shop-web"), 2*time.Minute, 200*time.Millisecond, "web uninstalled from one")
+
+	// A commit that leaves only the README: held, nothing uninstalled, until approved.
+	empty := repo.Commit(map[string]string{"edge/fleet.yaml": "", "edge/cm.yaml": "", "web/fleet.yaml": "", "web/cm.yaml": ""}, "oops")
+	st = s.WaitStatus("shop", 2*time.Minute, "the plan held", func(st workflows.GitRepoStatus) bool { return st.Held != "" })
+	require.Contains(t, st.Held, "commit "+empty[:12]+" has no bundles under the GitRepo's paths")
+	require.Contains(t, st.Message, "flotilla sync shop --allow-removal")
+	require.Equal(t, workflows.StateOutOfSync, st.State)
+	require.NotEqual(t, empty, st.Commit, "the clusters keep the commit before it")
+	require.Contains(t, s.Releases("two", "shop"), "shop-edge")
+	_, stderr, code := runCLI(t, s, "status", "shop", "--wait", "--timeout", "1s")
+	require.Equal(t, 3, code, "a held plan is not ready: %s", stderr)
+
+	s.CLIRun("sync", "shop", "--allow-removal", "--commit", empty[:8])
+	require.Eventually(t, s.NoReleases("two", "shop"), 2*time.Minute, 200*time.Millisecond, "approved: edge uninstalled")
+	s.WaitStatus("shop", 2*time.Minute, "the approved commit", func(st workflows.GitRepoStatus) bool {
+		return st.Commit == empty && st.Held == ""
+	})
+}
