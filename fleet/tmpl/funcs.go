@@ -9,14 +9,59 @@ import (
 	"github.com/Masterminds/sprig/v3"
 )
 
+const (
+	notReproducible = "a render must give the same result every time, or every check would redeploy; " +
+		"put generated secrets in cluster values or let the chart generate them"
+	readsClock = "it reads the clock, and a render must give the same result every time, or every check " +
+		"would redeploy; put dates in cluster values"
+)
+
 // removed lists sprig's functions that templates cannot call, with the reason a template that names one
-// is given: Fleet's list (env, expandenv, include, tpl, getHostByName).
+// is given. Fleet removes env, expandenv, include, tpl and getHostByName. Flotilla also removes:
+//
+//   - the random and the clock: randAlphaNum, randAlpha, randAscii, randNumeric, randInt, randBytes,
+//     shuffle, uuidv4, now, ago; bcrypt and htpasswd (random salt), encryptAES (random IV), and the
+//     certificate generators genCA, genCAWithKey, genSelfSignedCert, genSelfSignedCertWithKey,
+//     genSignedCert, genSignedCertWithKey (random serial, the clock). Fleet templates on every
+//     reconcile, so with these an unchanged commit redeploys new passwords after a restart and two
+//     workers disagree on what is deployed.
+//   - the deliberately slow: derivePassword (scrypt, 32 MiB a call), genPrivateKey (RSA generation takes
+//     seconds), and buildCustomCert, which parses keys of any size and is only of use with the generators.
+//
+// Kept but made reproducible (reproducible.go): the date functions format in UTC instead of the
+// worker's zone and refuse what is not a date instead of using the current time; durationRound refuses a
+// date instead of measuring the time since it; keys and values return a map's entries sorted by key
+// instead of in Go's random map order.
 var removed = map[string]string{
 	"env":           "it reads the worker's environment",
 	"expandenv":     "it reads the worker's environment",
 	"getHostByName": "it asks the worker's DNS, whose answer changes and tells about the worker's network",
 	"include":       "templates cannot call other templates",
 	"tpl":           "templates cannot call other templates",
+
+	"randAlphaNum": notReproducible,
+	"randAlpha":    notReproducible,
+	"randAscii":    notReproducible,
+	"randNumeric":  notReproducible,
+	"randInt":      notReproducible,
+	"randBytes":    notReproducible,
+	"shuffle":      notReproducible,
+	"uuidv4":       notReproducible,
+	"bcrypt":       "its salt is random: " + notReproducible,
+	"htpasswd":     "its salt is random: " + notReproducible,
+	"encryptAES":   "its IV is random: " + notReproducible,
+	"now":          readsClock,
+	"ago":          readsClock,
+
+	"genCA":                    "certificates get a random serial and the current time: " + notReproducible,
+	"genCAWithKey":             "certificates get a random serial and the current time: " + notReproducible,
+	"genSelfSignedCert":        "certificates get a random serial and the current time: " + notReproducible,
+	"genSelfSignedCertWithKey": "certificates get a random serial and the current time: " + notReproducible,
+	"genSignedCert":            "certificates get a random serial and the current time: " + notReproducible,
+	"genSignedCertWithKey":     "certificates get a random serial and the current time: " + notReproducible,
+	"genPrivateKey":            "generating a key takes seconds and gives a random key: " + notReproducible,
+	"derivePassword":           "it is deliberately slow (scrypt, 32 MiB a call); put passwords in cluster values",
+	"buildCustomCert":          "it parses keys of any size, and is only of use with the certificate generators, which are unavailable",
 }
 
 func removedError(name string) string {
@@ -43,7 +88,7 @@ var functions = func() map[string]*bound {
 	for name := range removed {
 		delete(impl, name)
 	}
-	for _, m := range []map[string]any{sequences, regexes, overrides} {
+	for _, m := range []map[string]any{reproducible, sequences, regexes, overrides} {
 		maps.Copy(impl, m)
 	}
 	out := make(map[string]*bound, len(impl))
@@ -65,7 +110,8 @@ var parseNames = func() map[string]any {
 	return names
 }()
 
-// FuncMap is the function set templates may use (sprig without the removed functions), each function checking its arguments and result against the limits and
+// FuncMap is the function set templates may use (sprig without the removed functions, with the
+// reproducible replacements), each function checking its arguments and result against the limits and
 // sharing one budget of MaxSteps calls, counted from this call on, with no time limit.
 func FuncMap() template.FuncMap {
 	b := newBudget(0)

@@ -1,6 +1,6 @@
 // Package tmpl renders Fleet's `${ }` templates in Helm values for one cluster, with missing keys as
-// errors and sprig minus every function that reads the environment, the network or other templates
-// (funcs.go). A render is bounded (limits.go): whatever a template says, it renders at
+// errors and sprig minus every function that reads the environment, the network, the clock, randomness
+// or other templates (funcs.go). A render is bounded (limits.go): whatever a template says, it renders at
 // most MaxOutput bytes, builds no value over that, and stops after MaxSteps steps or MaxRenderTime.
 package tmpl
 
@@ -20,7 +20,8 @@ import (
 
 // Context is what templates see.
 func Context(c fleet.ClusterInfo) map[string]any {
-	values := c.TemplateValues
+	// A copy: sprig's set and unset change maps in place, and the next render must not see that.
+	values, _ := copyValue(c.TemplateValues).(map[string]any)
 	if values == nil {
 		values = map[string]any{}
 	}
@@ -74,6 +75,25 @@ func RenderText(name, text string, c fleet.ClusterInfo) (string, error) {
 		return "", err
 	}
 	return out.String(), nil
+}
+
+// copyValue copies the maps and lists of YAML or JSON data.
+func copyValue(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			out[k] = copyValue(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = copyValue(e)
+		}
+		return out
+	}
+	return v
 }
 
 // renderMap templates a values map through its YAML text, as Fleet does, and parses it back.
