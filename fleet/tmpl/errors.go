@@ -33,6 +33,10 @@ var (
 // `line N: function: what was over which limit`. Lines of inline helm.values and templateValues refer to
 // Flotilla's own YAML rendering of them, so only file sources keep their line.
 func describe(err error, inline bool) string {
+	var dup *duplicateKeyError
+	if errors.As(err, &dup) {
+		return dup.describe(inline)
+	}
 	msg := err.Error()
 	line := ""
 	if m := execErr.FindStringSubmatch(msg); m != nil {

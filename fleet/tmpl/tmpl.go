@@ -113,6 +113,9 @@ func renderYAML(source, text string, c fleet.ClusterInfo) (map[string]any, error
 	if err != nil {
 		return nil, &TemplateError{Source: source, Err: err}
 	}
+	if d := renderedDuplicate(text, out); d != nil {
+		return nil, &TemplateError{Source: source, Err: d}
+	}
 	var m map[string]any
 	if err := yaml.Unmarshal([]byte(out), &m); err != nil {
 		return nil, &TemplateError{Source: source, Err: fmt.Errorf("rendered values are not valid YAML: %w", err)}
@@ -153,6 +156,8 @@ func Values(root, bundlePath string, h *fleet.HelmOptions, c fleet.ClusterInfo) 
 			if fileValues, err = renderYAML(path.Clean(rel), string(data), c); err != nil {
 				return nil, err
 			}
+		} else if d := duplicateKey(data); d != nil {
+			return nil, &TemplateError{Source: path.Clean(rel), Err: d}
 		} else if err := yaml.Unmarshal(data, &fileValues); err != nil {
 			return nil, fmt.Errorf("%s: %w", rel, err)
 		}
@@ -167,6 +172,9 @@ func Values(root, bundlePath string, h *fleet.HelmOptions, c fleet.ClusterInfo) 
 			out, err := RenderText(k, h.TemplateValues[k], c)
 			if err != nil {
 				return nil, &TemplateError{Source: fleetFile + ": helm.templateValues." + k, Err: err}
+			}
+			if d := renderedDuplicate(h.TemplateValues[k], out); d != nil {
+				return nil, &TemplateError{Source: fleetFile + ": helm.templateValues." + k, Err: d}
 			}
 			var v any
 			if err := yaml.Unmarshal([]byte(out), &v); err != nil {
