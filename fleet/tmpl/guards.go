@@ -19,18 +19,18 @@ var guards = func() map[string]guard {
 		"wrapWith":         guardWrapWith,
 		"replace":          guardReplace,
 		"join":             guardJoin,
-		"split":            guardSplit(2),
-		"splitList":        guardSplit(1),
+		"split":            guardSplit("split", 2),
+		"splitList":        guardSplit("splitList", 1),
 		"splitn":           guardSplitN,
 		"printf":           guardPrintf,
-		"chunk":            guardChunk,
-		"mustChunk":        guardChunk,
+		"chunk":            guardChunk("chunk"),
+		"mustChunk":        guardChunk("mustChunk"),
 		"uniq":             guardPairs("uniq"),
 		"mustUniq":         guardPairs("mustUniq"),
-		"without":          guardWithout,
-		"mustWithout":      guardWithout,
-		"fromJson":         guardFromJSON,
-		"mustFromJson":     guardFromJSON,
+		"without":          guardWithout("without"),
+		"mustWithout":      guardWithout("mustWithout"),
+		"fromJson":         guardFromJSON("fromJson"),
+		"mustFromJson":     guardFromJSON("mustFromJson"),
 		"toPrettyJson":     guardPretty("toPrettyJson"),
 		"mustToPrettyJson": guardPretty("mustToPrettyJson"),
 	}
@@ -122,9 +122,9 @@ func guardJoin(_ *budget, args []reflect.Value) error {
 }
 
 // split and splitList sep text: one element per separator (per character when it is empty).
-func guardSplit(perPiece int) guard {
+func guardSplit(fn string, perPiece int) guard {
 	return func(_ *budget, args []reflect.Value) error {
-		return checkPieces(args[1].String(), pieces(args[0].String(), args[1].String()), perPiece)
+		return checkPieces(fn, args[1].String(), pieces(args[0].String(), args[1].String()), perPiece)
 	}
 }
 
@@ -135,7 +135,7 @@ func guardSplitN(_ *budget, args []reflect.Value) error {
 	if n > 0 && n < p {
 		p = n
 	}
-	return checkPieces(s, p, 2)
+	return checkPieces("splitn", s, p, 2)
 }
 
 func pieces(sep, s string) int {
@@ -145,9 +145,9 @@ func pieces(sep, s string) int {
 	return strings.Count(s, sep) + 1
 }
 
-func checkPieces(s string, n, perPiece int) error {
+func checkPieces(fn, s string, n, perPiece int) error {
 	if n > (MaxOutput-len(s))/(perPiece*nodeBytes) {
-		return overLimit("split", "%d pieces is over %s", n, valueLimit)
+		return overLimit(fn, "%d pieces is over %s", n, valueLimit)
 	}
 	return nil
 }
@@ -219,11 +219,13 @@ func abs(n int64) int {
 }
 
 // chunk size list: a size under 1 made sprig divide by zero.
-func guardChunk(_ *budget, args []reflect.Value) error {
-	if size := args[0].Int(); size < 1 {
-		return fmt.Errorf("chunk: the size %d is not at least 1", size)
+func guardChunk(fn string) guard {
+	return func(_ *budget, args []reflect.Value) error {
+		if size := args[0].Int(); size < 1 {
+			return fmt.Errorf("%s: the size %d is not at least 1", fn, size)
+		}
+		return nil
 	}
-	return nil
 }
 
 // uniq compares every element with the ones kept before it.
@@ -236,23 +238,27 @@ func guardPairs(fn string) guard {
 }
 
 // without list omit…: every element against every omitted value.
-func guardWithout(b *budget, args []reflect.Value) error {
-	pairs, _ := mulSat(lengthOf(args[0]), args[1].Len())
-	return b.spend("without", pairs/comparisonsPerStep)
+func guardWithout(fn string) guard {
+	return func(b *budget, args []reflect.Value) error {
+		pairs, _ := mulSat(lengthOf(args[0]), args[1].Len())
+		return b.spend(fn, pairs/comparisonsPerStep)
+	}
 }
 
 // fromJson text: each element of a list or map decodes to about nodeBytes, from as little as two
 // characters, so the text's commas, colons and brackets bound the result before decoding.
-func guardFromJSON(_ *budget, args []reflect.Value) error {
-	s := args[0].String()
-	nodes := 1
-	for _, c := range []string{",", ":", "[", "{"} {
-		nodes += strings.Count(s, c)
+func guardFromJSON(fn string) guard {
+	return func(_ *budget, args []reflect.Value) error {
+		s := args[0].String()
+		nodes := 1
+		for _, c := range []string{",", ":", "[", "{"} {
+			nodes += strings.Count(s, c)
+		}
+		if n, ok := mulSat(nodes, nodeBytes); !ok || n+len(s) > MaxOutput {
+			return overLimit(fn, "%d elements is over %s", nodes, valueLimit)
+		}
+		return nil
 	}
-	if n, ok := mulSat(nodes, nodeBytes); !ok || n+len(s) > MaxOutput {
-		return overLimit("fromJson", "%d elements is over %s", nodes, valueLimit)
-	}
-	return nil
 }
 
 // toPrettyJson value: every line is indented by its depth.

@@ -102,7 +102,7 @@ func TestFunctionsThatMultiplyTheirArgumentsAreRefusedBeforeTheyAllocate(t *test
 		`wrapWith 1 (repeat 100000 "-") (repeat 1000 "x")`:         "wrapWith: ",
 		`regexReplaceAll "" (repeat 100000 "x") (repeat 1000 "y")`: "regexReplaceAll: the result would be over",
 		`regexFindAll "" (repeat 1000000 "x") -1`:                  "regexFindAll: ",
-		`splitList "" (repeat 1000000 "x")`:                        "split: 1000000 pieces is over",
+		`splitList "" (repeat 1000000 "x")`:                        "splitList: 1000000 pieces is over",
 		`seq 100000000`:                                            "seq: 100000000 numbers is over",
 		`untilStep 0 100000000 1`:                                  "untilStep: a list of 100000000 numbers",
 		`toPrettyJson (fromJson (printf "%s0%s%s" (repeat 98 "[") (repeat 100000 ",0") (repeat 98 "]")))`: "toPrettyJson: the indented result would be over",
