@@ -1,17 +1,16 @@
-// Package tmpl renders Fleet's `${ }` templates in Helm values for one cluster, with sprig minus every
-// function that reads the environment, the network or other templates, and missing keys as errors.
+// Package tmpl renders Fleet's `${ }` templates in Helm values for one cluster, with missing keys as
+// errors and sprig minus every function that reads the environment, the network, the clock, randomness
+// or other templates (funcs.go). A render is bounded (limits.go): whatever a template says, it renders at
+// most MaxOutput bytes, builds no value over that, and stops after MaxSteps steps or MaxRenderTime.
 package tmpl
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"path"
-	"regexp"
 	"strings"
 	"text/template"
 
-	"github.com/Masterminds/sprig/v3"
 	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-gitops/flotilla/fleet"
@@ -19,60 +18,10 @@ import (
 	"github.com/flotilla-gitops/flotilla/fleet/target"
 )
 
-// TemplateError is a values template that does not render; Source names the file (and key) it came from.
-type TemplateError struct {
-	Source string
-	Err    error
-}
-
-func (e *TemplateError) Error() string { return e.Source + ": " + tidy(e.Err.Error(), e.Source) }
-
-var (
-	execErr  = regexp.MustCompile(`^template: .*?:(\d+):\d+: executing ".*?" at (<.*?>): (.*)$`)
-	parseErr = regexp.MustCompile(`^template: .*?:(\d+): (.*)$`)
-)
-
-// tidy turns text/template's messages into `line N: <expr>: cause`. Lines of inline helm.values refer to
-// Flotilla's own YAML rendering of them, so only file sources keep their line.
-func tidy(msg, source string) string {
-	inline := strings.Contains(source, ": helm.")
-	if m := execErr.FindStringSubmatch(msg); m != nil {
-		if inline {
-			return m[2] + ": " + m[3]
-		}
-		return "line " + m[1] + ": " + m[2] + ": " + m[3]
-	}
-	if m := parseErr.FindStringSubmatch(msg); m != nil {
-		if inline {
-			return m[2]
-		}
-		return "line " + m[1] + ": " + m[2]
-	}
-	return msg
-}
-func (e *TemplateError) Unwrap() error { return e.Err }
-
-// IsTemplateError reports whether err is (or wraps) a TemplateError.
-func IsTemplateError(err error) bool {
-	var te *TemplateError
-	return errors.As(err, &te)
-}
-
-var funcs = func() template.FuncMap {
-	f := sprig.TxtFuncMap()
-	// Hermetic templates: nothing from the worker's environment or network, no recursive templates.
-	for _, name := range []string{"env", "expandenv", "getHostByName", "include", "tpl"} {
-		delete(f, name)
-	}
-	return f
-}()
-
-// FuncMap is the function set templates may use.
-func FuncMap() template.FuncMap { return funcs }
-
 // Context is what templates see.
 func Context(c fleet.ClusterInfo) map[string]any {
-	values := c.TemplateValues
+	// A copy: sprig's set and unset change maps in place, and the next render must not see that.
+	values, _ := copyValue(c.TemplateValues).(map[string]any)
 	if values == nil {
 		values = map[string]any{}
 	}
@@ -100,17 +49,51 @@ func filterLabels(in map[string]string, keepFleet bool) map[string]any {
 	return out
 }
 
-// RenderText renders one template with `${ }` delimiters and missingkey=error.
+// RenderText renders one template with `${ }` delimiters and missingkey=error, within the limits
+// (MaxOutput, MaxDepth, MaxCode, MaxSteps, MaxRenderTime).
 func RenderText(name, text string, c fleet.ClusterInfo) (string, error) {
-	t, err := template.New(name).Delims("${", "}").Option("missingkey=error").Funcs(funcs).Parse(text)
+	tree, used, err := compile(name, text)
 	if err != nil {
 		return "", err
 	}
-	var buf bytes.Buffer
-	if err := t.Execute(&buf, Context(c)); err != nil {
+	b := newBudget(MaxRenderTime)
+	funcs := template.FuncMap{
+		stepFunc: func() (string, error) { return "", b.spend("range", 1) },
+		passFunc: func(v any) (any, error) { return v, b.spend("comparison", 1) },
+	}
+	for name := range used {
+		if f := functions[name]; f != nil {
+			funcs[name] = f.bind(b)
+		}
+	}
+	t, err := template.New(name).Option("missingkey=error").Funcs(funcs).AddParseTree(name, tree)
+	if err != nil {
 		return "", err
 	}
-	return buf.String(), nil
+	var out cappedWriter
+	if err := t.Execute(&out, Context(c)); err != nil {
+		return "", err
+	}
+	return out.String(), nil
+}
+
+// copyValue copies the maps and lists of YAML or JSON data.
+func copyValue(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			out[k] = copyValue(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = copyValue(e)
+		}
+		return out
+	}
+	return v
 }
 
 // renderMap templates a values map through its YAML text, as Fleet does, and parses it back.
@@ -129,6 +112,9 @@ func renderYAML(source, text string, c fleet.ClusterInfo) (map[string]any, error
 	out, err := RenderText(source, text, c)
 	if err != nil {
 		return nil, &TemplateError{Source: source, Err: err}
+	}
+	if d := renderedDuplicate(text, out); d != nil {
+		return nil, &TemplateError{Source: source, Err: d}
 	}
 	var m map[string]any
 	if err := yaml.Unmarshal([]byte(out), &m); err != nil {
@@ -170,6 +156,8 @@ func Values(root, bundlePath string, h *fleet.HelmOptions, c fleet.ClusterInfo) 
 			if fileValues, err = renderYAML(path.Clean(rel), string(data), c); err != nil {
 				return nil, err
 			}
+		} else if d := duplicateKey(data); d != nil {
+			return nil, &TemplateError{Source: path.Clean(rel), Err: d}
 		} else if err := yaml.Unmarshal(data, &fileValues); err != nil {
 			return nil, fmt.Errorf("%s: %w", rel, err)
 		}
@@ -184,6 +172,9 @@ func Values(root, bundlePath string, h *fleet.HelmOptions, c fleet.ClusterInfo) 
 			out, err := RenderText(k, h.TemplateValues[k], c)
 			if err != nil {
 				return nil, &TemplateError{Source: fleetFile + ": helm.templateValues." + k, Err: err}
+			}
+			if d := renderedDuplicate(h.TemplateValues[k], out); d != nil {
+				return nil, &TemplateError{Source: fleetFile + ": helm.templateValues." + k, Err: d}
 			}
 			var v any
 			if err := yaml.Unmarshal([]byte(out), &v); err != nil {

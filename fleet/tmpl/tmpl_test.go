@@ -44,7 +44,7 @@ func TestTemplatesCannotReachTheEnvironmentOrNetwork(t *testing.T) {
 	for _, expr := range []string{`${ env "HOME" }`, `${ expandenv "$HOME" }`, `${ getHostByName "example.com" }`, `${ include "x" . }`, `${ tpl "x" . }`} {
 		_, err := values(t, map[string]any{"v": expr}, edge)
 		require.Error(t, err, expr)
-		require.Contains(t, err.Error(), "not defined", expr)
+		require.Contains(t, err.Error(), "is not available in Flotilla templates", expr)
 	}
 }
 
