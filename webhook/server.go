@@ -37,9 +37,21 @@ type Server struct {
 	done chan struct{}
 }
 
-// Listen reads the secret, binds addr and serves in the background; errors (bad secret, address in use)
-// come back before anything is served.
-func Listen(addr, secretFile string, repos GitRepos, log *zap.Logger) (*Server, error) {
+// Server timeouts. GitHub and GitLab give up on a delivery after 10 s, so a request still sending its
+// headers or body after these is not theirs; the read timeout also bounds how long a slow sender holds
+// one of the MaxInFlight slots. The write timeout runs from the end of the headers, so it covers the
+// body, the sync budget and the answer.
+const (
+	readHeaderTimeout = 10 * time.Second
+	readTimeout       = 20 * time.Second
+	writeTimeout      = readTimeout + syncBudget + 10*time.Second
+	idleTimeout       = time.Minute
+	maxHeaderBytes    = 64 << 10
+)
+
+// Listen reads the secret, binds addr and serves in the background; errors (bad secret or limits,
+// address in use) come back before anything is served.
+func Listen(addr, secretFile string, limits Limits, repos GitRepos, log *zap.Logger) (*Server, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
@@ -47,7 +59,7 @@ func Listen(addr, secretFile string, repos GitRepos, log *zap.Logger) (*Server, 
 	if err != nil {
 		return nil, err
 	}
-	h, err := New(secret, repos, log)
+	h, err := New(secret, repos, limits, log)
 	if err != nil {
 		return nil, err
 	}
@@ -58,8 +70,8 @@ func Listen(addr, secretFile string, repos GitRepos, log *zap.Logger) (*Server, 
 	mux := http.NewServeMux()
 	mux.Handle(Path, h)
 	s := &Server{
-		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
-			WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute},
+		srv: &http.Server{Handler: mux, ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout,
+			WriteTimeout: writeTimeout, IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes},
 		addr: ln.Addr(),
 		done: make(chan struct{}),
 	}
@@ -69,7 +81,8 @@ func Listen(addr, secretFile string, repos GitRepos, log *zap.Logger) (*Server, 
 			log.Error("webhook server stopped", zap.Error(err))
 		}
 	}()
-	log.Info("webhook listening", zap.String("address", s.addr.String()), zap.String("path", Path))
+	log.Info("webhook listening", zap.String("address", s.addr.String()), zap.String("path", Path),
+		zap.Int64("maxBody", h.limits.MaxBody), zap.Int("maxInFlight", h.limits.MaxInFlight))
 	return s, nil
 }
 

@@ -8,9 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"sort"
+	"strconv"
 	"time"
 
 	"go.uber.org/zap"
@@ -18,9 +18,6 @@ import (
 
 // Path is where the worker serves the webhook, for both providers.
 const Path = "/webhooks/git"
-
-// MaxBody is the largest payload accepted: GitHub caps its own at 25 MiB.
-const MaxBody = 25 << 20
 
 // syncBudget bounds the work done for one delivery; GitHub gives up on a delivery after 10 s.
 const syncBudget = 9 * time.Second
@@ -42,17 +39,27 @@ type Handler struct {
 	secret []byte
 	repos  GitRepos
 	log    *zap.Logger
+	limits Limits
+	// slots holds one token per delivery in flight.
+	slots chan struct{}
+	seen  *deliveries
 }
 
 // New returns a handler; the secret is required, since an unauthenticated hook lets anyone trigger polls.
-func New(secret []byte, repos GitRepos, log *zap.Logger) (*Handler, error) {
+// Zero limits take the defaults.
+func New(secret []byte, repos GitRepos, limits Limits, log *zap.Logger) (*Handler, error) {
 	if len(secret) == 0 {
 		return nil, errors.New("webhook: the secret is empty")
+	}
+	limits, err := limits.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Handler{secret: append([]byte(nil), secret...), repos: repos, log: log}, nil
+	return &Handler{secret: append([]byte(nil), secret...), repos: repos, log: log, limits: limits,
+		slots: make(chan struct{}, limits.MaxInFlight), seen: newDeliveries(time.Now)}, nil
 }
 
 // Response is the JSON body of every answer.
@@ -60,10 +67,15 @@ type Response struct {
 	// Synced names the GitRepos asked to poll, sorted.
 	Synced []string `json:"synced"`
 	// Failed names the GitRepos that could not be signalled; the delivery can be redelivered.
-	Failed  []string `json:"failed,omitempty"`
-	Message string   `json:"message,omitempty"`
+	Failed []string `json:"failed,omitempty"`
+	// Duplicate is set when this delivery was handled before and nothing was synced again.
+	Duplicate bool   `json:"duplicate,omitempty"`
+	Message   string `json:"message,omitempty"`
 }
 
+// ServeHTTP spends on a delivery only what it has earned: the declared size, the headers' authentication
+// and the in-flight limit are checked before anything is read, the body's signature before it is parsed,
+// and a delivery handled before is answered without syncing again.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -77,12 +89,29 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	log := h.log.With(zap.String("provider", p.name), zap.String("event", clip(event)),
 		zap.String("delivery", clip(r.Header.Get(p.deliveryHeader))), zap.String("remote", r.RemoteAddr))
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	if r.ContentLength > h.limits.MaxBody {
+		h.tooLarge(w, log, r.ContentLength)
+		return
+	}
+	if err := p.authorize(h.secret, r); err != nil {
+		log.Warn("webhook rejected", zap.Error(err))
+		reply(w, http.StatusUnauthorized, Response{Message: err.Error()})
+		return
+	}
+	select {
+	case h.slots <- struct{}{}:
+		defer func() { <-h.slots }()
+	default:
+		log.Warn("webhook busy", zap.Int("maxInFlight", h.limits.MaxInFlight))
+		w.Header().Set("Retry-After", strconv.Itoa(int(busyRetryAfter/time.Second)))
+		reply(w, http.StatusServiceUnavailable, Response{Synced: []string{},
+			Message: fmt.Sprintf("busy: %d deliveries are being handled; retry later", h.limits.MaxInFlight)})
+		return
+	}
+	body, err := readBody(w, r, h.limits.MaxBody)
 	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			log.Warn("webhook payload too large", zap.Int64("limit", MaxBody))
-			reply(w, http.StatusRequestEntityTooLarge, Response{Message: fmt.Sprintf("payload larger than %d bytes", MaxBody)})
+		if errors.As(err, new(errTooLarge)) {
+			h.tooLarge(w, log, -1)
 			return
 		}
 		reply(w, http.StatusBadRequest, Response{Message: "reading the body failed"})
@@ -113,6 +142,29 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	log = log.With(zap.String("repo", urls.any()), zap.String("ref", clip(push.Ref)))
+	h.handlePush(w, r, log, push, urls, p.replayKeys(r, body))
+}
+
+// handlePush syncs a verified push unless it was handled before. Only a delivery that signalled every
+// GitRepo it matched, and at least one, is remembered: one that failed must run again when redelivered,
+// and one that matched nothing may match a GitRepo started since.
+func (h *Handler) handlePush(w http.ResponseWriter, r *http.Request, log *zap.Logger, push Push, urls repoSet, keys []string) {
+	switch h.seen.admit(keys) {
+	case duplicate:
+		// 200, not 409: the delivery's effect took place, and a provider counts an error answer as a
+		// failed delivery (GitLab disables a hook that keeps failing).
+		log.Info("webhook duplicate delivery ignored")
+		reply(w, http.StatusOK, Response{Synced: []string{}, Duplicate: true,
+			Message: "delivery already handled; nothing synced again"})
+		return
+	case inProgress:
+		log.Info("webhook delivery already in progress")
+		reply(w, http.StatusConflict, Response{Synced: []string{},
+			Message: "the same delivery is being handled now; its answer is the one that counts"})
+		return
+	}
+	handled := false
+	defer func() { h.seen.done(keys, handled) }()
 
 	ctx, cancel := context.WithTimeout(r.Context(), syncBudget)
 	defer cancel()
@@ -127,8 +179,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		code = http.StatusBadGateway
 		res.Message = "some GitRepos could not be signalled; redeliver to retry"
 	}
+	handled = code == http.StatusOK && len(res.Synced) > 0
 	log.Info("webhook push handled", zap.Strings("synced", res.Synced), zap.Strings("failed", res.Failed))
 	reply(w, code, res)
+}
+
+func (h *Handler) tooLarge(w http.ResponseWriter, log *zap.Logger, declared int64) {
+	err := errTooLarge{h.limits.MaxBody}
+	log.Warn("webhook payload too large", zap.Int64("limit", h.limits.MaxBody), zap.Int64("contentLength", declared))
+	reply(w, http.StatusRequestEntityTooLarge, Response{Synced: []string{}, Message: err.Error()})
 }
 
 func (h *Handler) sync(ctx context.Context, log *zap.Logger, push Push, urls repoSet) (Response, error) {

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -78,8 +79,13 @@ func fleetOf() *fakeRepos {
 
 func newHandler(t *testing.T, repos GitRepos) (*Handler, *observer.ObservedLogs) {
 	t.Helper()
+	return newLimitedHandler(t, repos, Limits{})
+}
+
+func newLimitedHandler(t *testing.T, repos GitRepos, limits Limits) (*Handler, *observer.ObservedLogs) {
+	t.Helper()
 	core, logs := observer.New(zapcore.DebugLevel)
-	h, err := New([]byte(secret), repos, zap.New(core))
+	h, err := New([]byte(secret), repos, limits, zap.New(core))
 	require.NoError(t, err)
 	return h, logs
 }
@@ -102,11 +108,14 @@ func sign(key string, body []byte) string {
 	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
 }
 
+// deliveryCount numbers the requests built here: GitHub gives every delivery its own GUID.
+var deliveryCount atomic.Int64
+
 func githubRequest(event string, body []byte, signature string) *http.Request {
 	r := httptest.NewRequest(http.MethodPost, Path, bytes.NewReader(body))
 	r.Header.Set("Content-Type", "application/json")
 	r.Header.Set("X-GitHub-Event", event)
-	r.Header.Set("X-GitHub-Delivery", "d-1")
+	r.Header.Set("X-GitHub-Delivery", fmt.Sprintf("d-%d", deliveryCount.Add(1)))
 	if signature != "" {
 		r.Header.Set("X-Hub-Signature-256", signature)
 	}
@@ -248,7 +257,7 @@ func TestOnlyPostIsAccepted(t *testing.T) {
 func TestOversizedBodyIsRefusedBeforeAnythingIsSynced(t *testing.T) {
 	repos := fleetOf()
 	h, _ := newHandler(t, repos)
-	body := bytes.Repeat([]byte(" "), MaxBody+1)
+	body := bytes.Repeat([]byte(" "), DefaultMaxBody+1)
 	w, _ := serve(h, githubRequest("push", body, sign(secret, body)))
 	require.Equal(t, http.StatusRequestEntityTooLarge, w.Code)
 	require.Empty(t, repos.syncs())
@@ -293,7 +302,7 @@ func TestListingFailureIs503AndASignalFailureIsReportedForRedelivery(t *testing.
 }
 
 func TestTheSecretIsRequiredAndReadWithoutItsNewline(t *testing.T) {
-	_, err := New(nil, fleetOf(), nil)
+	_, err := New(nil, fleetOf(), Limits{}, nil)
 	require.Error(t, err)
 
 	dir := t.TempDir()
@@ -308,7 +317,7 @@ func TestTheSecretIsRequiredAndReadWithoutItsNewline(t *testing.T) {
 	got, err := ReadSecret(f)
 	require.NoError(t, err)
 	require.Equal(t, secret, string(got))
-	_, err = Listen("127.0.0.1:0", empty, fleetOf(), nil)
+	_, err = Listen("127.0.0.1:0", empty, Limits{}, fleetOf(), nil)
 	require.Error(t, err, "no server without a secret")
 }
 
@@ -316,7 +325,7 @@ func TestServerServesThePathOnLoopbackAndShutsDown(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "secret")
 	require.NoError(t, os.WriteFile(f, []byte(secret), 0o600))
 	repos := fleetOf()
-	s, err := Listen("127.0.0.1:0", f, repos, nil)
+	s, err := Listen("127.0.0.1:0", f, Limits{}, repos, nil)
 	require.NoError(t, err)
 	base := "http://" + s.Addr().String()
 

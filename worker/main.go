@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-gitops/flotilla/activities"
@@ -61,6 +62,8 @@ func run() error {
 	webhookListen := flag.String("webhook-listen", "", "serve git push webhooks on this host:port at "+webhook.Path+" (empty: off)")
 	pprofListen := flag.String("pprof-listen", os.Getenv("FLOTILLA_PPROF_LISTEN"), "serve Go's pprof profiles on this loopback host:port at /debug/pprof/ (env FLOTILLA_PPROF_LISTEN; empty: off)")
 	webhookSecret := flag.String("webhook-secret-file", os.Getenv("FLOTILLA_WEBHOOK_SECRET_FILE"), "file holding the webhook secret (env FLOTILLA_WEBHOOK_SECRET_FILE); required with --webhook-listen")
+	webhookMaxBody := flag.String("webhook-max-body", envOr("FLOTILLA_WEBHOOK_MAX_BODY", resource.NewQuantity(webhook.DefaultMaxBody, resource.BinarySI).String()),
+		"largest webhook payload read, e.g. 4Mi or 1M (env FLOTILLA_WEBHOOK_MAX_BODY); a larger delivery is refused with 413 and waits for the next poll")
 	flag.Parse()
 
 	log, err := zaplog.New(*logLevel, *devLog)
@@ -115,7 +118,11 @@ func run() error {
 	log.Info("worker starting", zap.String("address", *address), zap.String("namespace", *namespace), zap.String("taskQueue", *taskQueue))
 	// The webhook comes up first so that a missing secret or a busy address stops the worker before it runs anything.
 	if *webhookListen != "" {
-		hook, err := webhook.Listen(*webhookListen, *webhookSecret, webhook.Temporal{Client: c}, log.Named("webhook"))
+		maxBody, err := resource.ParseQuantity(*webhookMaxBody)
+		if err != nil || maxBody.Value() <= 0 {
+			return fmt.Errorf("--webhook-max-body %q: want a positive size such as 4Mi", *webhookMaxBody)
+		}
+		hook, err := webhook.Listen(*webhookListen, *webhookSecret, webhook.Limits{MaxBody: maxBody.Value()}, webhook.Temporal{Client: c}, log.Named("webhook"))
 		if err != nil {
 			return err
 		}

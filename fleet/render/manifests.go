@@ -10,7 +10,6 @@ import (
 	goyaml "go.yaml.in/yaml/v3"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-gitops/flotilla/fleet"
@@ -182,23 +181,30 @@ func splitDocuments(file string, data []byte) ([][]byte, error) {
 	return docs, nil
 }
 
-// kustomize builds dir in process, over an in-memory copy of the repository: kustomize can read nothing
-// outside it.
+// kustomize builds dir in process over the confined checkout, reading only what its kustomizations
+// name, at most MaxKustomizeRead bytes, and nothing from the network.
 func kustomize(root, dir string) ([]byte, error) {
+	return kustomizeWithin(root, dir, MaxKustomizeRead)
+}
+
+func kustomizeWithin(root, dir string, limit int64) ([]byte, error) {
 	if !exists(root, dir) {
 		return nil, fmt.Errorf("kustomize.dir %q: no such folder in the repository", dir)
 	}
-	fs := filesys.MakeFsInMemory()
-	err := safepath.WalkFiles(root, ".", func(rel string, data []byte) error {
-		return fs.WriteFile("/repo/"+rel, data)
-	})
+	repo, err := safepath.Open(root)
 	if err != nil {
 		return nil, err
 	}
+	defer repo.Close()
+	fsys := newRepoFS(repo, limit)
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
-	res, err := k.Run(fs, path.Join("/repo", dir))
+	res, err := k.Run(fsys, mounted(dir))
+	// A refusal comes first: kustomize may have turned it into "missing kustomization", or worked around it.
+	if fsys.refused != nil {
+		return nil, fmt.Errorf("kustomize %s: %w", dir, fsys.refused)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("kustomize %s: %s", dir, strings.ReplaceAll(err.Error(), "/repo/", ""))
+		return nil, fmt.Errorf("kustomize %s: %s", dir, strings.ReplaceAll(err.Error(), kustomizeMount+"/", ""))
 	}
 	out, err := res.AsYaml()
 	if err != nil {

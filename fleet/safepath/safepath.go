@@ -127,6 +127,16 @@ func (r *Repo) ReadFile(rel string) ([]byte, error) {
 	return data, nil
 }
 
+// ReadDir lists the folder rel in lexical order, following symlinks that stay inside the repository.
+func (r *Repo) ReadDir(rel string) ([]fs.DirEntry, error) {
+	c, err := clean(rel)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := fs.ReadDir(r.root.FS(), c)
+	return entries, wrap(rel, err)
+}
+
 // WalkFiles calls fn for every regular file under rel in lexical order, skipping .git. Symlinks to files
 // inside the repository are read; a symlink leaving it is an EscapeError. Linked folders are not entered.
 func (r *Repo) WalkFiles(rel string, fn func(relPath string, data []byte) error) error {

@@ -105,3 +105,23 @@ func TestAFileOverTheLimitIsRefusedWithoutReadingIt(t *testing.T) {
 	require.ErrorAs(t, err, &big)
 	require.True(t, strings.Contains(err.Error(), "16 MiB"), err.Error())
 }
+
+func TestAFolderIsListedOnlyInsideTheRepository(t *testing.T) {
+	repo, _ := worker(t)
+	link(t, "../app", filepath.Join(repo, "shared", "app"))
+	link(t, "../../worker-home", filepath.Join(repo, "hostdir"))
+	r, err := Open(repo)
+	require.NoError(t, err)
+	defer r.Close()
+
+	entries, err := r.ReadDir("shared/app")
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	require.Equal(t, "real.yaml", entries[0].Name())
+
+	for _, rel := range []string{"hostdir", "../worker-home", "/etc"} {
+		_, err := r.ReadDir(rel)
+		var esc *EscapeError
+		require.ErrorAs(t, err, &esc, rel)
+	}
+}
