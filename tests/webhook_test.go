@@ -141,7 +141,9 @@ func gitlabPush(repoURL, ref string) []byte {
 }
 
 func githubHeaders(event, signature string) http.Header {
-	h := http.Header{"Content-Type": {"application/json"}, "X-Github-Event": {event}, "X-Github-Delivery": {"e2e"}}
+	// Every delivery has its own ID, as GitHub's do: the receiver ignores a delivery it has handled.
+	h := http.Header{"Content-Type": {"application/json"}, "X-Github-Event": {event},
+		"X-Github-Delivery": {fmt.Sprintf("e2e-%d", time.Now().UnixNano())}}
 	if signature != "" {
 		h.Set("X-Hub-Signature-256", signature)
 	}
