@@ -19,6 +19,9 @@ const (
 	// MaxSteps bounds the work: each loop iteration, function call and comparison is a step, and a call
 	// costs one more step per KiB it returns. It is the limit a heavy template meets, the same every time.
 	MaxSteps = 100_000
+	// MaxValuesFile is the size of a valuesFiles entry, checked before it is parsed: parsing 4 MiB of YAML
+	// allocates several hundred MiB on the way. Real values files are kilobytes.
+	MaxValuesFile = 4 << 20
 	// MaxRenderTime backs MaxSteps up for steps that are slow without producing much (large comparisons).
 	MaxRenderTime = time.Second
 )

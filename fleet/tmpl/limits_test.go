@@ -154,3 +154,14 @@ func TestUntilStepNearTheLargestIntStops(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []any{float64(0), float64(4611686018427387904)}, got["v"])
 }
+
+// A values file over the limit is refused before YAML parses it (parsing allocates a hundred times its size).
+func TestAnOversizedValuesFileIsRefusedBeforeParsing(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "app"), 0o755))
+	big := "a: \"" + strings.Repeat("x", MaxValuesFile) + "\"\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "app", "values.yaml"), []byte(big), 0o644))
+	_, err := Values(dir, "app", &fleet.HelmOptions{ValuesFiles: []string{"values.yaml"}, DisablePreProcess: true}, fleet.ClusterInfo{Name: "c"})
+	require.ErrorContains(t, err, "app/values.yaml: ")
+	require.ErrorContains(t, err, "is over the 4 MiB limit of a values file")
+}

@@ -151,6 +151,10 @@ func Values(root, bundlePath string, h *fleet.HelmOptions, c fleet.ClusterInfo) 
 			}
 			return nil, fmt.Errorf("%s: valuesFiles %q: %w", fleetFile, f, err)
 		}
+		if len(data) > MaxValuesFile {
+			// Parsing YAML allocates a hundred times its size; a values file this large is a mistake or an attack.
+			return nil, &TemplateError{Source: path.Clean(rel), Err: fmt.Errorf("%d bytes is over the %s limit of a values file", len(data), mib(MaxValuesFile))}
+		}
 		var fileValues map[string]any
 		if pre {
 			if fileValues, err = renderYAML(path.Clean(rel), string(data), c); err != nil {
