@@ -59,7 +59,8 @@ func (a *Activities) Poll(ctx context.Context, in PollInput) (PollResult, error)
 }
 
 // Plan discovers bundles at a commit and computes which clusters each targets (fleet/plan). A bundle whose
-// fleet.yaml does not load fails the whole plan, naming the file; the GitRepo keeps its last good plan.
+// fleet.yaml does not load is listed in Unloaded and planned with the GitRepo's targets; the workflow keeps
+// it where the last good plan had it.
 func (a *Activities) Plan(ctx context.Context, in PlanInput) (Plan, error) {
 	if err := target.Validate(in.Targets); err != nil {
 		return Plan{}, temporal.NewNonRetryableApplicationError("spec.targets: "+err.Error(), "InvalidTargets", nil)
@@ -77,8 +78,11 @@ func (a *Activities) Plan(ctx context.Context, in PlanInput) (Plan, error) {
 		return Plan{}, fmt.Errorf("reading the cluster inventory: %w", err)
 	}
 	p := Plan{Commit: in.Commit, InventoryGeneration: inv.Generation, Clusters: []PlannedCluster{}, Warnings: plan.Warnings(bundles)}
-	for _, b := range bundles {
+	for i, b := range bundles {
 		p.Bundles = append(p.Bundles, BundleRef{Name: b.Ref.Name, Path: b.Ref.Path})
+		if b.Err != nil {
+			p.Unloaded = append(p.Unloaded, i)
+		}
 	}
 	for _, c := range inv.Clusters {
 		info := inv.Info(c)

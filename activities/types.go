@@ -47,6 +47,8 @@ type Plan struct {
 	Bundles             []BundleRef `json:"bundles"`
 	// Clusters are the targeted clusters, sorted by name; each lists indexes into Bundles.
 	Clusters []PlannedCluster `json:"clusters"`
+	// Unloaded are the indexes of bundles whose fleet.yaml does not load: their own targets are unknown.
+	Unloaded []int `json:"unloaded,omitempty"`
 	// Warnings name fleet.yaml keys Fleet documents that Flotilla does not act on (file, line, key).
 	Warnings []string `json:"warnings,omitempty"`
 }

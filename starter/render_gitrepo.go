@@ -46,7 +46,8 @@ func renderGitRepo(cmd *cobra.Command, g *globals, f *renderFlags) error {
 		return err
 	}
 	defer cleanup()
-	// Planned exactly as the worker plans: a bundle that does not load fails the whole plan.
+	// Planned as the worker plans: a bundle that does not load shows its error on every cluster the GitRepo
+	// targets (the worker keeps it where it ran before, which a preview cannot know).
 	bundles, err := plan.Load(dir, gr.Metadata.Name, gr.Spec.Paths, gr.Spec.Targets)
 	if err != nil {
 		return fmt.Errorf("gitrepo %q at commit %s: %w", gr.Metadata.Name, shortCommit(commit), err)
@@ -61,6 +62,10 @@ func renderGitRepo(cmd *cobra.Command, g *globals, f *renderFlags) error {
 		res := clusterResult{Cluster: cl.Metadata.Name, Bundles: []bundleResult{}}
 		for _, i := range plan.For(bundles, info) {
 			b := bundles[i]
+			if b.Err != nil {
+				res.Bundles = append(res.Bundles, bundleResult{Bundle: b.Ref.Name, Path: b.Ref.Path, Error: b.Err.Error()})
+				continue
+			}
 			res.Bundles = append(res.Bundles, renderBundle(render.Input{
 				RepoRoot: dir, Bundle: b.Bundle, Cluster: info, GitRepo: gr.Metadata.Name, Commit: commit,
 				TargetNamespace: gr.Spec.TargetNamespace, KeepResources: gr.Spec.KeepResources, CorrectDrift: gr.Spec.CorrectDrift,

@@ -522,6 +522,7 @@ func (g *gitRepoRun) poll(ctx workflow.Context, resync bool) {
 		return
 	}
 	g.carry.Error = ""
+	keepUnloaded(g.carry.Plan, &plan)
 	holdKey := hashOf([]any{plan.Commit, plan.InventoryGeneration, key})
 	if msg := removalHold(g.name(), g.carry.Plan, &plan); msg != "" && g.carry.Approved != holdKey {
 		g.carry.Held = &HeldPlan{Key: holdKey, Commit: plan.Commit, InventoryGeneration: plan.InventoryGeneration, PlanKey: key, Message: msg}

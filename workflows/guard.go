@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"go.temporal.io/sdk/workflow"
@@ -94,4 +95,78 @@ func (g *gitRepoRun) approveRemoval(_ workflow.Context, _ ApproveRemovalInput) (
 	g.carry.ForceSync = true
 	g.wake.SendAsync(true)
 	return ApproveRemovalResult{Commit: h.Commit, Message: h.Message}, nil
+}
+
+// keepUnloaded keeps every bundle whose fleet.yaml does not load where the last good plan had it: its
+// overrideTargets are unknown, and planning it with the GitRepo's targets would drop the clusters only
+// they reached, and so uninstall it there. Those clusters keep its release and show its error; a bundle
+// the last plan did not have keeps the GitRepo's targets, where its error then shows. It is pure.
+func keepUnloaded(prev *activities.Plan, next *activities.Plan) {
+	if prev == nil || len(next.Unloaded) == 0 {
+		return
+	}
+	prevIndex := map[string]int{}
+	for i, b := range prev.Bundles {
+		prevIndex[b.Name] = i
+	}
+	clusters := map[string]*activities.PlannedCluster{}
+	for i := range next.Clusters {
+		clusters[next.Clusters[i].Name] = &next.Clusters[i]
+	}
+	var added []activities.PlannedCluster
+	for _, u := range next.Unloaded {
+		j, known := prevIndex[next.Bundles[u].Name]
+		if !known {
+			continue
+		}
+		had := map[string]bool{}
+		for _, pc := range prev.Clusters {
+			if containsInt(pc.Bundles, j) {
+				had[pc.Name] = true
+				if c, ok := clusters[pc.Name]; ok {
+					if !containsInt(c.Bundles, u) {
+						c.Bundles = append(c.Bundles, u)
+					}
+				} else {
+					added = append(added, activities.PlannedCluster{Name: pc.Name, Digest: pc.Digest, Paused: pc.Paused, Bundles: []int{u}})
+				}
+			}
+		}
+		for i := range next.Clusters {
+			if c := &next.Clusters[i]; !had[c.Name] {
+				c.Bundles = removeInt(c.Bundles, u)
+			}
+		}
+	}
+	for i := range added {
+		next.Clusters = append(next.Clusters, added[i])
+	}
+	kept := next.Clusters[:0]
+	for _, c := range next.Clusters {
+		if len(c.Bundles) > 0 {
+			sort.Ints(c.Bundles)
+			kept = append(kept, c)
+		}
+	}
+	next.Clusters = kept
+	sort.Slice(next.Clusters, func(i, j int) bool { return next.Clusters[i].Name < next.Clusters[j].Name })
+}
+
+func containsInt(s []int, v int) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func removeInt(s []int, v int) []int {
+	out := s[:0]
+	for _, x := range s {
+		if x != v {
+			out = append(out, x)
+		}
+	}
+	return out
 }

@@ -46,3 +46,17 @@ func TestWhatAPlanMayRemoveWithoutApproval(t *testing.T) {
 		})
 	}
 }
+
+// A bundle whose fleet.yaml stops loading stays where the last good plan had it: cluster "two", reached only
+// through its overrideTargets, keeps it; "one", which the GitRepo's targets give it now, does not get it.
+func TestABundleThatStopsLoadingStaysWhereItWas(t *testing.T) {
+	prev := &activities.Plan{Bundles: []activities.BundleRef{{Name: "edge"}, {Name: "web"}},
+		Clusters: []activities.PlannedCluster{{Name: "one", Bundles: []int{1}}, {Name: "two", Digest: "d2", Bundles: []int{0}}}}
+	next := &activities.Plan{Bundles: []activities.BundleRef{{Name: "api"}, {Name: "edge"}, {Name: "web"}}, Unloaded: []int{0, 1},
+		Clusters: []activities.PlannedCluster{{Name: "one", Bundles: []int{0, 1, 2}}}}
+	keepUnloaded(prev, next)
+	require.Equal(t, []activities.PlannedCluster{
+		{Name: "one", Bundles: []int{0, 2}}, // api is new: its error shows where the GitRepo deploys
+		{Name: "two", Digest: "d2", Bundles: []int{1}},
+	}, next.Clusters)
+}

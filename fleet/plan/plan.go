@@ -13,16 +13,18 @@ import (
 )
 
 // Bundle is one discovered bundle, loaded, and the targets that choose its clusters: its fleet.yaml
-// overrideTargets when it has them, else the GitRepo's.
+// overrideTargets when it has them, else the GitRepo's. Err is set when its fleet.yaml does not load.
 type Bundle struct {
 	Ref     bundle.Ref
 	Bundle  *bundle.Bundle
 	Targets []fleet.GitTarget
+	Err     error
 }
 
-// Load discovers and loads every bundle of a GitRepo at a checkout. A bundle that does not load fails
-// the whole plan, naming the bundle and the file: its overrideTargets are then unknown, and planning
-// without them would drop clusters only they reach, and so uninstall the bundle there.
+// Load discovers and loads every bundle of a GitRepo at a checkout. A bundle that does not load does not
+// fail the others: it gets Err, naming the bundle and the file, and the GitRepo's targets, so the error
+// shows where the GitRepo deploys. Its own overrideTargets are unknown then; the GitRepo workflow keeps
+// such a bundle where the last good plan had it, so nothing is uninstalled because of it.
 func Load(dir, gitRepo string, paths []string, targets []fleet.GitTarget) ([]Bundle, error) {
 	if err := target.Validate(targets); err != nil {
 		return nil, fmt.Errorf("spec.targets: %w", err)
@@ -33,14 +35,17 @@ func Load(dir, gitRepo string, paths []string, targets []fleet.GitTarget) ([]Bun
 	}
 	out := make([]Bundle, len(refs))
 	for i, ref := range refs {
+		out[i] = Bundle{Ref: ref, Targets: targets}
 		b, err := bundle.Load(dir, ref)
 		if err != nil {
-			return nil, fmt.Errorf("bundle %q: %w", ref.Name, err)
+			out[i].Err = fmt.Errorf("bundle %q: %w", ref.Name, err)
+			continue
 		}
-		out[i] = Bundle{Ref: ref, Bundle: b, Targets: targets}
+		out[i].Bundle = b
 		if o := b.FleetYAML.OverrideTargets; len(o) > 0 {
 			if err := target.Validate(o); err != nil {
-				return nil, fmt.Errorf("bundle %q: %s: overrideTargets: %w", ref.Name, path.Join(ref.Path, "fleet.yaml"), err)
+				out[i].Err = fmt.Errorf("bundle %q: %s: overrideTargets: %w", ref.Name, path.Join(ref.Path, "fleet.yaml"), err)
+				continue
 			}
 			out[i].Targets = o
 		}
@@ -64,6 +69,9 @@ func For(bundles []Bundle, c fleet.ClusterInfo) []int {
 func Warnings(bundles []Bundle) []string {
 	var w []string
 	for _, b := range bundles {
+		if b.Bundle == nil {
+			continue
+		}
 		for _, m := range b.Bundle.Warnings {
 			w = append(w, fmt.Sprintf("bundle %q: %s", b.Ref.Name, m))
 		}

@@ -37,15 +37,17 @@ func TestABundleGoesWhereItsTargetsSay(t *testing.T) {
 	require.Equal(t, []int{0}, For(bundles, fleet.ClusterInfo{Name: "edge-1"}), "edge only")
 }
 
-// A bundle whose fleet.yaml does not load fails the plan: its overrideTargets are unknown, and planning
-// without them would uninstall it from clusters only they reach.
-func TestABundleThatDoesNotLoadFailsThePlan(t *testing.T) {
+// A bundle whose fleet.yaml does not load does not stop the others; it is marked, with the GitRepo's targets.
+func TestABundleThatDoesNotLoadFailsAlone(t *testing.T) {
 	dir := repo(t, map[string]string{
 		"web/cm.yaml":     "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\n",
 		"edge/fleet.yaml": "overrideTargets:\n- clusterName: edge-1\nhelm:\n  relaseName: x\n",
 	})
-	_, err := Load(dir, "shop", nil, prod)
-	require.ErrorContains(t, err, `bundle "shop-edge": edge/fleet.yaml: line 4: unknown key "relaseName"`)
+	bundles, err := Load(dir, "shop", nil, prod)
+	require.NoError(t, err)
+	require.ErrorContains(t, bundles[0].Err, `bundle "shop-edge": edge/fleet.yaml: line 4: unknown key "relaseName"`)
+	require.Equal(t, prod, bundles[0].Targets, "its own targets are unknown")
+	require.NoError(t, bundles[1].Err)
 }
 
 func TestWarningsNameTheBundleAndTheKey(t *testing.T) {

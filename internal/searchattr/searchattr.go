@@ -143,13 +143,11 @@ func Check(ctx context.Context, op Operator, namespace string, want map[string]s
 	if err != nil {
 		return nil
 	}
-	missing, err := compare(namespace, have, want)
-	if err != nil {
-		return err
-	}
+	missing, conflicts := compare(namespace, have, want)
 	if len(missing) == 0 {
-		return nil
+		return conflicts
 	}
-	return fmt.Errorf("namespace %q lacks Flotilla's search attributes %s, so no GitRepo can run there: start flotilla-worker against it (it creates them), or create them with:\n%s",
-		namespace, strings.Join(sortedKeys(missing), ", "), strings.TrimRight(Commands(namespace, missing), "\n"))
+	// Both at once: an operator fixing the namespace needs the whole list, not one problem per attempt.
+	return errors.Join(conflicts, fmt.Errorf("namespace %q lacks Flotilla's search attributes %s, so no GitRepo can run there: start flotilla-worker against it (it creates them), or create them with:\n%s",
+		namespace, strings.Join(sortedKeys(missing), ", "), strings.TrimRight(Commands(namespace, missing), "\n")))
 }
