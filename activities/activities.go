@@ -21,6 +21,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/fleet/plan"
 	"github.com/flotilla-gitops/flotilla/fleet/render"
 	"github.com/flotilla-gitops/flotilla/fleet/target"
+	"github.com/flotilla-gitops/flotilla/internal/chartcheck"
 	"github.com/flotilla-gitops/flotilla/internal/gitcache"
 	"github.com/flotilla-gitops/flotilla/internal/parallel"
 	"github.com/flotilla-gitops/flotilla/inventory"
@@ -36,6 +37,9 @@ type Activities struct {
 	Log      *zap.Logger
 	// BundleConcurrency bounds parallel bundle work within one cluster (default 8).
 	BundleConcurrency int
+	// ChartCheck renders a chart's templates in a bounded child process before Helm renders them in this
+	// one; nil checks nothing (tests that call activities in-process).
+	ChartCheck *chartcheck.Checker
 
 	renders   renderCache
 	inventory inventoryCache
@@ -323,6 +327,15 @@ func (a *Activities) applyBundle(ctx context.Context, h *clusterHandle, t Cluste
 		return out, nil
 	}
 	req := ApplyRequestFor(rel, t.GitRepo, t.Cluster, t.Commit)
+	check := chartcheck.Request{Cluster: t.Cluster, ClusterDigest: h.digest, DeploymentID: rel.DeploymentID, Apply: req, Latest: st}
+	if err := a.ChartCheck.Check(ctx, check); err != nil {
+		var limit *chartcheck.LimitError
+		if !errors.As(err, &limit) {
+			return a.applyFailure(out, err)
+		}
+		out.Error, out.ErrorType = err.Error(), ErrTypeChartRenderLimit
+		return out, nil
+	}
 	var r agentclient.ApplyResult
 	if st.Exists {
 		r, err = h.client.Upgrade(ctx, req)

@@ -105,6 +105,9 @@ const (
 	ErrTypeStale       = "StaleObservation"
 	// ErrTypeReleaseConflict is a release under the bundle's name that belongs to someone else.
 	ErrTypeReleaseConflict = "ReleaseConflict"
+	// ErrTypeChartRenderLimit is a chart whose templates went past a limit of the render check (memory,
+	// CPU time, wall-clock time, output size); Helm was not asked to install or upgrade it.
+	ErrTypeChartRenderLimit = "ChartRenderLimit"
 )
 
 // BundleObservation is the desired and live state of one bundle on one cluster.

@@ -23,6 +23,7 @@ import (
 
 	"github.com/flotilla-gitops/flotilla/activities"
 	"github.com/flotilla-gitops/flotilla/agentclient"
+	"github.com/flotilla-gitops/flotilla/internal/chartcheck"
 	"github.com/flotilla-gitops/flotilla/internal/gitcache"
 	"github.com/flotilla-gitops/flotilla/internal/searchattr"
 	"github.com/flotilla-gitops/flotilla/internal/workeropts"
@@ -33,6 +34,10 @@ import (
 )
 
 func main() {
+	// The worker starts itself in this mode to render a chart within hard limits (internal/chartcheck).
+	if len(os.Args) > 1 && os.Args[1] == chartcheck.Command {
+		os.Exit(chartcheck.Child(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "flotilla-worker:", err)
 		os.Exit(1)
@@ -101,16 +106,23 @@ func run() error {
 		return err
 	}
 
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding the worker's own binary, which renders charts within limits: %w", err)
+	}
+	inv := activities.TemporalInventory{Client: c}
+
 	w := worker.New(c, *taskQueue, workeropts.Options(*maxActivities))
 	w.RegisterWorkflow(workflows.GitRepoWorkflow)
 	w.RegisterWorkflow(workflows.ClusterWorkflow)
 	w.RegisterWorkflow(workflows.InventoryWorkflow)
 	w.RegisterActivity(&activities.Activities{
-		Git:       cache,
-		Clusters:  agentclient.NewPool(log.Named("agentclient")),
-		Inventory: activities.TemporalInventory{Client: c},
-		Temporal:  c,
-		Log:       log.Named("activities"),
+		Git:        cache,
+		Clusters:   agentclient.NewPool(log.Named("agentclient")),
+		Inventory:  inv,
+		Temporal:   c,
+		Log:        log.Named("activities"),
+		ChartCheck: chartcheck.New(self, inv),
 	})
 
 	stop := make(chan os.Signal, 1)

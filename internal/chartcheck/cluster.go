@@ -1,0 +1,171 @@
+package chartcheck
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/releaseutil"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-gitops/flotilla/agentclient"
+)
+
+// clusterGetter is the child's handle to the cluster the release goes to: the worker's own kubeconfig,
+// so `lookup` finds what it will find during the install, confined to the namespace agentclient
+// confines the install's lookups to.
+type clusterGetter struct {
+	config  *rest.Config
+	confine string
+}
+
+var _ action.RESTClientGetter = (*clusterGetter)(nil)
+
+func newClusterGetter(a clusterAccess) (*clusterGetter, error) {
+	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: a.Kubeconfig}
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: a.Context}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", a.Kubeconfig, err)
+	}
+	cfg.QPS, cfg.Burst = agentclient.DefaultQPS, agentclient.DefaultBurst
+	cfg.UserAgent = "flotilla-chartcheck"
+	return &clusterGetter{config: cfg, confine: a.Confine}, nil
+}
+
+// ToRESTConfig is what Helm's engine builds its lookup client from.
+func (g *clusterGetter) ToRESTConfig() (*rest.Config, error) {
+	cfg := rest.CopyConfig(g.config)
+	if g.confine != "" {
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return namespaceOnly{next: rt, namespace: g.confine} })
+	}
+	return cfg, nil
+}
+
+func (g *clusterGetter) ToDiscoveryClient() (discovery.CachedDiscoveryInterface, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(g.config)
+	if err != nil {
+		return nil, err
+	}
+	return memory.NewMemCacheClient(dc), nil
+}
+
+func (g *clusterGetter) ToRESTMapper() (meta.RESTMapper, error) {
+	dc, err := g.ToDiscoveryClient()
+	if err != nil {
+		return nil, err
+	}
+	return restmapper.NewDeferredDiscoveryRESTMapper(dc), nil
+}
+
+// capabilities are what Helm's install or upgrade reads from discovery (action.Configuration's
+// getCapabilities). An install first creates the CRDs of the chart's crds/ folder, so their API versions
+// are there when its templates render; they are added here, where nothing is created.
+func (g *clusterGetter) capabilities(c *chart.Chart, install bool) (*chartutil.Capabilities, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(g.config)
+	if err != nil {
+		return nil, err
+	}
+	kv, err := dc.ServerVersion()
+	if err != nil {
+		return nil, fmt.Errorf("could not get server version from Kubernetes: %w", err)
+	}
+	versions, err := action.GetVersionSet(dc)
+	if err != nil {
+		return nil, err
+	}
+	if install {
+		versions = append(versions, crdVersions(c)...)
+	}
+	return &chartutil.Capabilities{
+		APIVersions: versions,
+		KubeVersion: chartutil.KubeVersion{Version: kv.GitVersion, Major: kv.Major, Minor: kv.Minor},
+		HelmVersion: chartutil.DefaultCapabilities.HelmVersion,
+	}, nil
+}
+
+// crdVersions are the group/version and group/version/kind entries discovery lists once the chart's CRDs
+// (its own and its subcharts') exist.
+func crdVersions(c *chart.Chart) []string {
+	var out []string
+	for _, crd := range c.CRDObjects() {
+		for _, doc := range releaseutil.SplitManifests(string(crd.File.Data)) {
+			var o struct {
+				Kind string `json:"kind"`
+				Spec struct {
+					Group string `json:"group"`
+					Names struct {
+						Kind string `json:"kind"`
+					} `json:"names"`
+					Versions []struct {
+						Name   string `json:"name"`
+						Served bool   `json:"served"`
+					} `json:"versions"`
+				} `json:"spec"`
+			}
+			if yaml.Unmarshal([]byte(doc), &o) != nil || o.Kind != "CustomResourceDefinition" {
+				continue
+			}
+			for _, v := range o.Spec.Versions {
+				if v.Served {
+					gv := o.Spec.Group + "/" + v.Name
+					out = append(out, gv, gv+"/"+o.Spec.Names.Kind)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// namespaceOnly passes discovery and reads inside one namespace and answers anything else 404, as
+// agentclient's lookup confinement does (agentclient/lookup.go, which this mirrors: agentclient does not
+// export it).
+type namespaceOnly struct {
+	next      http.RoundTripper
+	namespace string
+}
+
+func (t namespaceOnly) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodGet && allowedLookupPath(req.URL.Path, t.namespace) {
+		return t.next.RoundTrip(req)
+	}
+	body := fmt.Sprintf(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404,`+
+		`"message":"outside namespace %s"}`, t.namespace)
+	return &http.Response{
+		StatusCode: http.StatusNotFound, Status: "404 Not Found", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: http.Header{"Content-Type": []string{"application/json"}},
+		Body:   io.NopCloser(bytes.NewBufferString(body)), ContentLength: int64(len(body)), Request: req,
+	}, nil
+}
+
+// allowedLookupPath is discovery (/api, /api/v1, /apis, /apis/G, /apis/G/V) or a path inside namespace ns.
+func allowedLookupPath(p, ns string) bool {
+	parts := strings.Split(strings.Trim(p, "/"), "/")
+	var rest []string
+	switch {
+	case len(parts) >= 1 && parts[0] == "api":
+		if len(parts) <= 2 {
+			return true
+		}
+		rest = parts[2:]
+	case len(parts) >= 1 && parts[0] == "apis":
+		if len(parts) <= 3 {
+			return true
+		}
+		rest = parts[3:]
+	default:
+		return false
+	}
+	return len(rest) >= 2 && rest[0] == "namespaces" && rest[1] == ns
+}
