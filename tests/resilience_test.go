@@ -136,7 +136,7 @@ func TestBadBundlesFailAloneWithClearErrors(t *testing.T) {
 	require.Contains(t, msgs["parent"], "leaves the repository")
 	require.Contains(t, msgs["absolute"], "absolute path")
 	require.Contains(t, msgs["link"], "symlink")
-	require.Contains(t, msgs["envfn"], `function "env" not defined`)
+	require.Contains(t, msgs["envfn"], "env is not available in Flotilla templates: it reads the worker's environment")
 	require.Contains(t, msgs["missingchart"], "nowhere")
 	require.Equal(t, "yes", s.ConfigMapData("a", "good", "good")["ok"])
 	for _, m := range msgs {
