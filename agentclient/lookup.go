@@ -35,6 +35,13 @@ func (g lookupGetter) ToRESTConfig() (*rest.Config, error) {
 	return cfg, nil
 }
 
+// LookupsConfinedTo wraps a transport so that only discovery and reads inside namespace ns pass, as the
+// lookups of a confined release do; the chart render check (internal/chartcheck) uses it so its lookups
+// find exactly what the install's will.
+func LookupsConfinedTo(next http.RoundTripper, ns string) http.RoundTripper {
+	return namespaceOnly{next: next, namespace: ns}
+}
+
 // namespaceOnly passes discovery and reads inside one namespace; anything else is answered 404.
 type namespaceOnly struct {
 	next      http.RoundTripper

@@ -1,11 +1,8 @@
 package chartcheck
 
 import (
-	"bytes"
 	"fmt"
-	"io"
 	"net/http"
-	"strings"
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
@@ -48,7 +45,7 @@ func newClusterGetter(a clusterAccess) (*clusterGetter, error) {
 func (g *clusterGetter) ToRESTConfig() (*rest.Config, error) {
 	cfg := rest.CopyConfig(g.config)
 	if g.confine != "" {
-		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return namespaceOnly{next: rt, namespace: g.confine} })
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return agentclient.LookupsConfinedTo(rt, g.confine) })
 	}
 	return cfg, nil
 }
@@ -126,46 +123,4 @@ func crdVersions(c *chart.Chart) []string {
 		}
 	}
 	return out
-}
-
-// namespaceOnly passes discovery and reads inside one namespace and answers anything else 404, as
-// agentclient's lookup confinement does (agentclient/lookup.go, which this mirrors: agentclient does not
-// export it).
-type namespaceOnly struct {
-	next      http.RoundTripper
-	namespace string
-}
-
-func (t namespaceOnly) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Method == http.MethodGet && allowedLookupPath(req.URL.Path, t.namespace) {
-		return t.next.RoundTrip(req)
-	}
-	body := fmt.Sprintf(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404,`+
-		`"message":"outside namespace %s"}`, t.namespace)
-	return &http.Response{
-		StatusCode: http.StatusNotFound, Status: "404 Not Found", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: http.Header{"Content-Type": []string{"application/json"}},
-		Body:   io.NopCloser(bytes.NewBufferString(body)), ContentLength: int64(len(body)), Request: req,
-	}, nil
-}
-
-// allowedLookupPath is discovery (/api, /api/v1, /apis, /apis/G, /apis/G/V) or a path inside namespace ns.
-func allowedLookupPath(p, ns string) bool {
-	parts := strings.Split(strings.Trim(p, "/"), "/")
-	var rest []string
-	switch {
-	case len(parts) >= 1 && parts[0] == "api":
-		if len(parts) <= 2 {
-			return true
-		}
-		rest = parts[2:]
-	case len(parts) >= 1 && parts[0] == "apis":
-		if len(parts) <= 3 {
-			return true
-		}
-		rest = parts[3:]
-	default:
-		return false
-	}
-	return len(rest) >= 2 && rest[0] == "namespaces" && rest[1] == ns
 }

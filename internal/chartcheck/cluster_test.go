@@ -119,14 +119,3 @@ func TestAChildStuckOnTheClusterIsKilledAtTheTimeLimit(t *testing.T) {
 	_ = c.Check(context.Background(), r)
 	require.EqualValues(t, 2, c.started.Load())
 }
-
-func TestLookupConfinementAllowsDiscoveryAndTheNamespaceOnly(t *testing.T) {
-	for path, allowed := range map[string]bool{
-		"/api": true, "/api/v1": true, "/apis": true, "/apis/apps": true, "/apis/apps/v1": true,
-		"/api/v1/namespaces/shop": true, "/api/v1/namespaces/shop/secrets/x": true, "/apis/apps/v1/namespaces/shop/deployments": true,
-		"/api/v1/namespaces/other/secrets/x": false, "/api/v1/secrets": false, "/api/v1/nodes": false, "/version": false,
-		"/apis/apps/v1/namespaces/other/deployments": false,
-	} {
-		require.Equal(t, allowed, allowedLookupPath(path, "shop"), path)
-	}
-}
