@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/flotilla-gitops/flotilla/internal/bytesize"
 )
 
 const (
@@ -43,7 +45,7 @@ func (l Limits) withDefaults() (Limits, error) {
 	}
 	if l.MaxBody < 0 || l.MaxBody > MaxBodyCeiling {
 		return l, fmt.Errorf("webhook: body limit (--webhook-max-body) must be between 1 byte and %s, the most a provider sends; got %d bytes",
-			byteSize(MaxBodyCeiling), l.MaxBody)
+			bytesize.Format(MaxBodyCeiling), l.MaxBody)
 	}
 	if l.MaxInFlight < 0 {
 		return l, fmt.Errorf("webhook: in-flight limit must be positive; got %d", l.MaxInFlight)
@@ -55,7 +57,7 @@ func (l Limits) withDefaults() (Limits, error) {
 type errTooLarge struct{ limit int64 }
 
 func (e errTooLarge) Error() string {
-	return fmt.Sprintf("payload larger than the limit of %s (%d bytes; --webhook-max-body)", byteSize(e.limit), e.limit)
+	return fmt.Sprintf("payload larger than the limit of %s (%d bytes; --webhook-max-body)", bytesize.Format(e.limit), e.limit)
 }
 
 // readBody reads at most limit bytes. A declared Content-Length over the limit is refused before a byte
@@ -81,16 +83,4 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 		return nil, errTooLarge{limit}
 	}
 	return data, err
-}
-
-// byteSize writes a limit the way an operator configures it.
-func byteSize(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	default:
-		return fmt.Sprintf("%d bytes", n)
-	}
 }

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/flotilla-gitops/flotilla/fleet/safepath"
+	"github.com/flotilla-gitops/flotilla/internal/bytesize"
 )
 
 // MaxKustomizeRead bounds the bytes one kustomize build may read from the repository, every read
@@ -95,7 +96,7 @@ func (f *repoFS) readFile(p string) ([]byte, fs.FileInfo, error) {
 	}
 	if f.read+fi.Size() > f.limit {
 		return nil, nil, f.refuse(fmt.Errorf("%s: the build would read more than the %s a kustomize build may read from the repository",
-			rel, byteSize(f.limit)))
+			rel, bytesize.Format(f.limit)))
 	}
 	data, err := f.repo.ReadFile(rel)
 	if err != nil {
@@ -209,14 +210,4 @@ func shown(p string) string {
 		return rel
 	}
 	return p
-}
-
-func byteSize(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d bytes", n)
 }

@@ -3,6 +3,8 @@ package chartcheck
 import (
 	"fmt"
 	"time"
+
+	"github.com/flotilla-gitops/flotilla/internal/bytesize"
 )
 
 // The bounds a chart's templates are rendered within. A chart of a few hundred objects renders in well
@@ -75,23 +77,13 @@ func (l Limits) limitError(chart string, which Limit) *LimitError {
 	bound := ""
 	switch which {
 	case LimitMemory:
-		bound = bytesString(l.Memory)
+		bound = bytesize.Format(l.Memory)
 	case LimitOutput:
-		bound = bytesString(l.Output)
+		bound = bytesize.Format(l.Output)
 	case LimitCPU:
 		bound = l.CPU.String()
 	case LimitTime:
 		bound = l.Time.String()
 	}
 	return &LimitError{Chart: chart, Limit: which, Bound: bound}
-}
-
-func bytesString(n int64) string {
-	switch {
-	case n >= 1<<30 && n%(1<<30) == 0:
-		return fmt.Sprintf("%d GiB", n>>30)
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	}
-	return fmt.Sprintf("%d bytes", n)
 }
