@@ -69,7 +69,7 @@ func TestExampleGitRepoDeploysToThreeClustersWithTheirOwnValues(t *testing.T) {
 	}
 }
 
-// Fleet's pain #1: one cluster lacking a template value must fail alone, visibly, and heal when the value arrives.
+// Fleet's users report it (rancher/fleet#2943, #3277): one cluster lacking a template value must fail alone, visibly, and heal when the value arrives.
 func TestMissingTemplateValueFailsOnlyThatCluster(t *testing.T) {
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a"}, {Name: "b"}}})
 	repo := s.NewRepo(map[string]string{

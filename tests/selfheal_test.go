@@ -56,7 +56,7 @@ func seedCluster(st workflows.GitRepoStatus) workflows.ClusterStatus {
 	return c
 }
 
-// Fleet's pain #2: a resource deleted by hand must not count as ready. It is `missing`, the counts say
+// Fleet counts a resource deleted by hand as ready (11/11); here it must not count as ready. It is `missing`, the counts say
 // 10/11, a changed Deployment is `modified`; with correctDrift enabled both are restored.
 func TestDeletedAndModifiedObjectsAreReportedThenCorrected(t *testing.T) {
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a", Workloads: true}}})
@@ -106,7 +106,7 @@ func TestDeletedAndModifiedObjectsAreReportedThenCorrected(t *testing.T) {
 	require.Len(t, s.History("a", "seed", "seed"), revisions+1, "one correction, one revision")
 }
 
-// Fleet's pains #3 and #4: deleting generated state by hand (the Helm release Secrets, a cluster's
+// Two of Fleet's known failures: deleting generated state by hand (the Helm release Secrets, a cluster's
 // workflow) is repaired by the next check; restarting the worker or the Temporal server re-applies nothing.
 func TestGeneratedStateComesBackAndRestartsAddNoRevisions(t *testing.T) {
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a", Workloads: true}}})
