@@ -1,0 +1,262 @@
+package api
+
+import (
+	"time"
+
+	"github.com/flotilla-gitops/flotilla/fleet"
+)
+
+// Activity inputs and results are references and small summaries: rendered manifests, chart bytes and
+// kubeconfig contents never travel through Temporal (payload limits, and credentials must stay out of
+// history).
+
+// BundleRef names a bundle folder in the repository.
+type BundleRef struct {
+	Name string `json:"name"`
+	Path string `json:"path"`
+}
+
+// PollInput is the input of ActivityPoll: which commit should a GitRepo deploy now?
+type PollInput struct {
+	GitRepo          string `json:"gitRepo"`
+	Repo             string `json:"repo"`
+	Branch           string `json:"branch,omitempty"`
+	Revision         string `json:"revision,omitempty"`
+	ClientSecretName string `json:"clientSecretName,omitempty"`
+}
+
+// PollResult is the result of ActivityPoll: the commit to deploy and the inventory generation, so the
+// workflow re-plans only on change.
+type PollResult struct {
+	Commit              string `json:"commit"`
+	InventoryGeneration int64  `json:"inventoryGeneration"`
+}
+
+// PlanInput is the input of ActivityPlan: the bundles of a commit and the clusters each one targets.
+type PlanInput struct {
+	GitRepo          string            `json:"gitRepo"`
+	Repo             string            `json:"repo"`
+	Commit           string            `json:"commit"`
+	ClientSecretName string            `json:"clientSecretName,omitempty"`
+	Paths            []string          `json:"paths,omitempty"`
+	Targets          []fleet.GitTarget `json:"targets,omitempty"`
+}
+
+// Plan is the result of ActivityPlan: discovery and targeting of one commit against the current
+// inventory. The GitRepo workflow carries its last good plan across continue-as-new.
+type Plan struct {
+	Commit              string      `json:"commit"`
+	InventoryGeneration int64       `json:"inventoryGeneration"`
+	Bundles             []BundleRef `json:"bundles"`
+	// Clusters are the targeted clusters, sorted by name; each lists indexes into Bundles.
+	Clusters []PlannedCluster `json:"clusters"`
+	// Unloaded are the indexes of bundles whose fleet.yaml does not load: their own targets are unknown.
+	Unloaded []int `json:"unloaded,omitempty"`
+	// Warnings name fleet.yaml keys Fleet documents that Flotilla does not act on (file, line, key).
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// PlannedCluster is one targeted cluster and the bundles it receives.
+type PlannedCluster struct {
+	Name    string `json:"name"`
+	Bundles []int  `json:"bundles"`
+	// Digest changes whenever the cluster's inventory entry (labels, values, kubeconfig reference) changes.
+	Digest string `json:"digest"`
+	Paused bool   `json:"paused,omitempty"`
+}
+
+// DeployOptions are the GitRepo-level options a cluster workflow applies bundles with.
+type DeployOptions struct {
+	TargetNamespace     string              `json:"targetNamespace,omitempty"`
+	KeepResources       bool                `json:"keepResources,omitempty"`
+	CorrectDrift        *fleet.CorrectDrift `json:"correctDrift,omitempty"`
+	ForceSyncGeneration int64               `json:"forceSyncGeneration,omitempty"`
+}
+
+// ClusterTarget is what one cluster should run for one GitRepo.
+type ClusterTarget struct {
+	GitRepo          string        `json:"gitRepo"`
+	Cluster          string        `json:"cluster"`
+	ClusterDigest    string        `json:"clusterDigest"`
+	Repo             string        `json:"repo"`
+	Commit           string        `json:"commit"`
+	ClientSecretName string        `json:"clientSecretName,omitempty"`
+	Bundles          []BundleRef   `json:"bundles"`
+	Options          DeployOptions `json:"options"`
+}
+
+// ObserveInput is the input of ActivityObserve: the desired and live state of every bundle of a
+// ClusterTarget.
+type ObserveInput struct {
+	Target ClusterTarget `json:"target"`
+	// Resources also reads every object the releases own (readiness, missing, modified).
+	Resources bool `json:"resources"`
+}
+
+// Observation is the result of ActivityObserve: the state of one cluster's bundles.
+type Observation struct {
+	Bundles   []BundleObservation `json:"bundles"`
+	CheckedAt time.Time           `json:"checkedAt"`
+}
+
+// BundleObservation is the desired and live state of one bundle on one cluster.
+type BundleObservation struct {
+	Bundle      string `json:"bundle"`
+	ReleaseName string `json:"releaseName,omitempty"`
+	Namespace   string `json:"namespace,omitempty"`
+	// Deploy is false when a targetCustomization says doNotDeploy for this cluster.
+	Deploy    bool   `json:"deploy"`
+	DesiredID string `json:"desiredID,omitempty"`
+	// Error is set when the bundle cannot be rendered for this cluster.
+	Error     string          `json:"error,omitempty"`
+	ErrorType string          `json:"errorType,omitempty"`
+	Release   ReleaseInfo     `json:"release"`
+	Resources ResourceSummary `json:"resources"`
+}
+
+// ReleaseInfo is the latest Helm revision of a bundle's release.
+type ReleaseInfo struct {
+	Exists       bool   `json:"exists"`
+	Status       string `json:"status,omitempty"`
+	Revision     int    `json:"revision,omitempty"`
+	DeploymentID string `json:"deploymentID,omitempty"`
+	Description  string `json:"description,omitempty"`
+	// Commit is the (short) commit the revision was deployed from.
+	Commit string `json:"commit,omitempty"`
+}
+
+// ResourceSummary counts the objects a release owns by state, with Fleet's key names.
+type ResourceSummary struct {
+	Counts ResourceCounts `json:"counts"`
+	// NonReady holds at most ten short entries such as `configmap seed/cm-5 missing`, worst first.
+	NonReady []string `json:"nonReady,omitempty"`
+	Checked  bool     `json:"checked"`
+}
+
+// ResourceCounts uses Fleet's resourceCounts keys.
+type ResourceCounts struct {
+	DesiredReady int `json:"desiredReady"`
+	Ready        int `json:"ready"`
+	NotReady     int `json:"notReady"`
+	Missing      int `json:"missing"`
+	Modified     int `json:"modified"`
+	Orphaned     int `json:"orphaned"`
+	WaitApplied  int `json:"waitApplied"`
+	Unknown      int `json:"unknown"`
+}
+
+// Add sums counts.
+func (c *ResourceCounts) Add(o ResourceCounts) {
+	c.DesiredReady += o.DesiredReady
+	c.Ready += o.Ready
+	c.NotReady += o.NotReady
+	c.Missing += o.Missing
+	c.Modified += o.Modified
+	c.Orphaned += o.Orphaned
+	c.WaitApplied += o.WaitApplied
+	c.Unknown += o.Unknown
+}
+
+// ApplyInput is the input of ActivityApply: the decided actions on bundles of a ClusterTarget.
+type ApplyInput struct {
+	Target  ClusterTarget  `json:"target"`
+	Actions []BundleAction `json:"actions"`
+	// Sweep, when set, uninstalls the GitRepo's releases the target no longer has before acting, so a
+	// release that moved (new name or namespace) frees its objects for the new one.
+	Sweep *Sweep `json:"sweep,omitempty"`
+	// Observe asks for an observation of every bundle, objects included, once the actions are done: the
+	// observation the workflow needs next, without a separate Observe activity and workflow task.
+	Observe bool `json:"observe,omitempty"`
+}
+
+// BundleAction is one decided action, valid only while the bundle still renders to ExpectedID.
+type BundleAction struct {
+	Bundle     string `json:"bundle"`
+	Action     string `json:"action"`
+	ExpectedID string `json:"expectedID"`
+	Force      bool   `json:"force,omitempty"`
+}
+
+// ApplyResult is the result of ActivityApply: every action's outcome; one bundle failing never hides the
+// others.
+type ApplyResult struct {
+	Bundles []BundleApplyResult `json:"bundles"`
+	// Observation is set when ApplyInput.Observe asked for it and the cluster could be observed.
+	Observation *Observation `json:"observation,omitempty"`
+	// Swept lists the releases the sweep uninstalled (namespace/name); SweepError says why it stopped.
+	Swept      []string `json:"swept,omitempty"`
+	SweepError string   `json:"sweepError,omitempty"`
+}
+
+// Sweep says which of a GitRepo's releases on one cluster stay; every other release of the GitRepo on
+// that cluster is uninstalled: bundles deleted from the repository, bundles no longer deployed there
+// (doNotDeploy), releases left behind by a new release name or namespace. Only what a successful plan
+// and a successful render say is gone goes: a bundle that failed to render keeps every release it has.
+type Sweep struct {
+	// Releases are where the target's deployed bundles live now.
+	Releases []ReleaseRef `json:"releases,omitempty"`
+	// KeepBundles are bundles whose every release stays, because where they should live is unknown.
+	KeepBundles []string `json:"keepBundles,omitempty"`
+	// KeepResources uninstalls only Helm's record and leaves the objects (also when the release was
+	// deployed with keepResources, which its labels remember).
+	KeepResources bool `json:"keepResources,omitempty"`
+}
+
+// ReleaseRef names one bundle's release on a cluster.
+type ReleaseRef struct {
+	Bundle    string `json:"bundle"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+// BundleApplyResult is one action's outcome.
+type BundleApplyResult struct {
+	Bundle    string `json:"bundle"`
+	Revision  int    `json:"revision,omitempty"`
+	Skipped   bool   `json:"skipped,omitempty"`
+	Error     string `json:"error,omitempty"`
+	ErrorType string `json:"errorType,omitempty"`
+}
+
+// UninstallInput is the input of ActivityUninstall: remove a GitRepo's releases from a cluster.
+type UninstallInput struct {
+	GitRepo string `json:"gitRepo"`
+	Cluster string `json:"cluster"`
+	// ClusterDigest is not read: Uninstall always reads the inventory afresh. Workflows still send it, so
+	// the recorded inputs of Uninstall keep their JSON.
+	ClusterDigest string `json:"clusterDigest,omitempty"`
+	KeepResources bool   `json:"keepResources,omitempty"`
+	// Sweep, when set, removes only what it does not keep; without it every release of this GitRepo on
+	// the cluster is removed.
+	Sweep *Sweep `json:"sweep,omitempty"`
+}
+
+// UninstallResult is the result of ActivityUninstall: what was removed (namespace/name).
+type UninstallResult struct {
+	Removed []string `json:"removed,omitempty"`
+}
+
+// ListClusterWorkflowsInput is the input of ActivityListClusterWorkflows: which cluster workflows of a
+// GitRepo are running?
+type ListClusterWorkflowsInput struct {
+	GitRepo string `json:"gitRepo"`
+}
+
+// ListClusterWorkflowsResult is the result of ActivityListClusterWorkflows: the clusters whose workflow
+// is running, sorted.
+type ListClusterWorkflowsResult struct {
+	Clusters []string `json:"clusters"`
+}
+
+// NotifyGitReposInput is the input of ActivityNotifyGitRepos: tell every running GitRepo that the
+// inventory changed.
+type NotifyGitReposInput struct {
+	// Generation is not read: every running GitRepo is told. It names the inventory generation in the
+	// activity's recorded input (and the Web UI), and keeps that input's JSON.
+	Generation int64 `json:"generation"`
+}
+
+// NotifyGitReposResult is the result of ActivityNotifyGitRepos: how many GitRepos were told.
+type NotifyGitReposResult struct {
+	Notified int `json:"notified"`
+}
