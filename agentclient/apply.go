@@ -32,7 +32,7 @@ type ApplyRequest struct {
 	Values          map[string]any
 	PostRenderer    postrender.PostRenderer // may be nil
 	// Labels are stored as release labels and replace the previous revision's (Helm itself would merge
-	// them); include DeploymentIDLabel.
+	// them); include api.LabelDeploymentID.
 	Labels          map[string]string
 	CreateNamespace bool // Install only
 	// ConfineToNamespace, when set, refuses any object (manifest, hook, CRD, List item) that is

@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/internal/localk8s"
 )
@@ -76,7 +77,7 @@ func installAndUpgrade(ctx context.Context, t *testing.T, c *Client) {
 	ns := "install"
 	res, err := c.Install(ctx, ApplyRequest{Name: "web", Namespace: ns, Chart: testChart("1.0.0"),
 		Values: map[string]any{"greeting": "hi"}, CreateNamespace: true, Description: "first",
-		Labels: map[string]string{DeploymentIDLabel: "d1", "flotilla.dev/gitrepo": "shop"}})
+		Labels: map[string]string{api.LabelDeploymentID: "d1", "flotilla.dev/gitrepo": "shop"}})
 	require.NoError(t, err)
 	require.Equal(t, ApplyResult{Revision: 1, Action: "install"}, res)
 
@@ -86,13 +87,13 @@ func installAndUpgrade(ctx context.Context, t *testing.T, c *Client) {
 	require.Equal(t, "deployed", st.Status)
 	require.Equal(t, 1, st.Revision)
 	require.Equal(t, "d1", st.DeploymentID)
-	require.Equal(t, map[string]string{DeploymentIDLabel: "d1", "flotilla.dev/gitrepo": "shop"}, st.Labels, "Helm's own labels are left out")
+	require.Equal(t, map[string]string{api.LabelDeploymentID: "d1", "flotilla.dev/gitrepo": "shop"}, st.Labels, "Helm's own labels are left out")
 	require.Equal(t, "first", st.Description)
 	require.WithinDuration(t, time.Now(), st.Updated, time.Minute)
 	require.Equal(t, "hi", configMap(ctx, t, c, ns, "web-config").Data["greeting"])
 
 	res, err = c.Upgrade(ctx, ApplyRequest{Name: "web", Namespace: ns, Chart: testChart("1.1.0"),
-		Labels: map[string]string{DeploymentIDLabel: "d2"}})
+		Labels: map[string]string{api.LabelDeploymentID: "d2"}})
 	require.NoError(t, err)
 	require.Equal(t, ApplyResult{Revision: 2, Action: "upgrade"}, res)
 
@@ -100,7 +101,7 @@ func installAndUpgrade(ctx context.Context, t *testing.T, c *Client) {
 	require.NoError(t, err)
 	require.Equal(t, "deployed", st.Status)
 	require.Equal(t, 2, st.Revision)
-	require.Equal(t, map[string]string{DeploymentIDLabel: "d2"}, st.Labels, "labels are replaced, not merged")
+	require.Equal(t, map[string]string{api.LabelDeploymentID: "d2"}, st.Labels, "labels are replaced, not merged")
 	require.Equal(t, "hello", configMap(ctx, t, c, ns, "web-config").Data["greeting"], "values are replaced, not reused")
 
 	hist, err := c.History(ctx, ns, "web")
@@ -163,7 +164,7 @@ func pendingUpgradeIsUnlocked(ctx context.Context, t *testing.T, c *Client) {
 
 func pendingRevisionIsDiscarded(ctx context.Context, t *testing.T, c *Client) {
 	ns := "discard"
-	_, err := c.Install(ctx, apply(ns, "crashed", map[string]string{DeploymentIDLabel: "d1"}))
+	_, err := c.Install(ctx, apply(ns, "crashed", map[string]string{api.LabelDeploymentID: "d1"}))
 	require.NoError(t, err)
 	forcePending(ctx, t, c, ns, "crashed", release.StatusPendingUpgrade)
 
@@ -173,7 +174,7 @@ func pendingRevisionIsDiscarded(ctx context.Context, t *testing.T, c *Client) {
 	require.Equal(t, "deployed", st.Status)
 	require.Equal(t, 1, st.Revision)
 
-	res, err := c.Upgrade(ctx, apply(ns, "crashed", map[string]string{DeploymentIDLabel: "d2"}))
+	res, err := c.Upgrade(ctx, apply(ns, "crashed", map[string]string{api.LabelDeploymentID: "d2"}))
 	require.NoError(t, err)
 	require.Equal(t, 2, res.Revision, "the discarded revision number is reused")
 
@@ -323,7 +324,7 @@ func uninstallKeepingResources(ctx context.Context, t *testing.T, c *Client) {
 func listByLabel(ctx context.Context, t *testing.T, c *Client) {
 	repo := map[string]string{"flotilla.dev/gitrepo": "listed"}
 	for _, ns := range []string{"list-b", "list-a"} {
-		_, err := c.Install(ctx, apply(ns, "one", map[string]string{"flotilla.dev/gitrepo": "listed", DeploymentIDLabel: ns}))
+		_, err := c.Install(ctx, apply(ns, "one", map[string]string{"flotilla.dev/gitrepo": "listed", api.LabelDeploymentID: ns}))
 		require.NoError(t, err)
 	}
 	_, err := c.Install(ctx, apply("list-a", "other", map[string]string{"flotilla.dev/gitrepo": "elsewhere"}))
@@ -396,7 +397,7 @@ func concurrentUpgrades(ctx context.Context, t *testing.T, c *Client) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r, err := c.Upgrade(ctx, apply(ns, "busy", map[string]string{DeploymentIDLabel: fmt.Sprint(i)}))
+			r, err := c.Upgrade(ctx, apply(ns, "busy", map[string]string{api.LabelDeploymentID: fmt.Sprint(i)}))
 			revisions[i], errs[i] = r.Revision, err
 		}()
 	}

@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/flotilla-gitops/flotilla/api"
 )
 
 // ReleaseState is what Helm's storage says about one release revision.
@@ -30,7 +32,7 @@ type ReleaseState struct {
 	// Labels are the release's custom labels (Helm 3.13+), stored on the storage Secret; Helm's own
 	// bookkeeping labels (name, owner, status, version, createdAt, modifiedAt) are left out.
 	Labels       map[string]string
-	DeploymentID string // Labels[DeploymentIDLabel]
+	DeploymentID string // Labels[api.LabelDeploymentID]
 	Description  string
 	Updated      time.Time
 }
@@ -42,7 +44,7 @@ func (s ReleaseState) Pending() bool {
 
 func stateOf(r *release.Release) ReleaseState {
 	s := ReleaseState{Exists: true, Name: r.Name, Namespace: r.Namespace, Revision: r.Version, Labels: customLabels(r.Labels)}
-	s.DeploymentID = s.Labels[DeploymentIDLabel]
+	s.DeploymentID = s.Labels[api.LabelDeploymentID]
 	if r.Info != nil {
 		s.Status = r.Info.Status.String()
 		s.Description = r.Info.Description
