@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"sort"
 	"strings"
 	"time"
 
@@ -72,10 +71,9 @@ type delivery struct {
 
 // deliveryEvent is how delivery coroutines report back to the main loop.
 type deliveryEvent struct {
-	cluster    string
-	generation int64
-	kind       eventKind
-	err        error
+	cluster string
+	kind    eventKind
+	err     error
 }
 
 type eventKind int
@@ -525,7 +523,7 @@ func (g *gitRepoRun) removeUntargeted(ctx workflow.Context) {
 		planned[c.Name] = true
 		delete(g.carry.Removing, c.Name)
 	}
-	var gone []string
+	var gone []string // sorted, as DeterministicKeys is
 	for _, c := range workflow.DeterministicKeys(g.carry.Known) {
 		if !planned[c] && !g.carry.Removing[c] {
 			gone = append(gone, c)
@@ -536,7 +534,6 @@ func (g *gitRepoRun) removeUntargeted(ctx workflow.Context) {
 			delete(g.carry.Clusters, c) // nothing runs there for us
 		}
 	}
-	sort.Strings(gone)
 	for _, c := range gone {
 		g.carry.Removing[c] = true
 		delete(g.carry.Delivered, c)
@@ -648,7 +645,7 @@ func (g *gitRepoRun) send(ctx workflow.Context, cluster string, up DesiredUpdate
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		if known {
 			if err := workflow.SignalExternalWorkflow(gctx, id, "", api.SignalDesired, up).Get(gctx, nil); err == nil {
-				g.events.Send(gctx, deliveryEvent{cluster: cluster, generation: up.Generation})
+				g.events.Send(gctx, deliveryEvent{cluster: cluster})
 				return
 			}
 		}
@@ -668,10 +665,10 @@ func (g *gitRepoRun) send(ctx workflow.Context, cluster string, up DesiredUpdate
 		var already *temporal.ChildWorkflowExecutionAlreadyStartedError
 		if errors.As(err, &already) {
 			err = workflow.SignalExternalWorkflow(gctx, id, "", api.SignalDesired, up).Get(gctx, nil)
-			g.events.Send(gctx, deliveryEvent{cluster: cluster, generation: up.Generation, err: err})
+			g.events.Send(gctx, deliveryEvent{cluster: cluster, err: err})
 			return
 		}
-		g.events.Send(gctx, deliveryEvent{cluster: cluster, generation: up.Generation, err: err})
+		g.events.Send(gctx, deliveryEvent{cluster: cluster, err: err})
 		if err != nil {
 			return
 		}
@@ -683,12 +680,7 @@ func (g *gitRepoRun) send(ctx workflow.Context, cluster string, up DesiredUpdate
 
 // deleteEverywhere uninstalls the GitRepo from every cluster, then ends the workflow.
 func (g *gitRepoRun) deleteEverywhere(ctx workflow.Context, reportCh workflow.ReceiveChannel) error {
-	var all []string
 	for _, c := range workflow.DeterministicKeys(g.carry.Known) {
-		all = append(all, c)
-	}
-	sort.Strings(all)
-	for _, c := range all {
 		if !g.carry.Removing[c] {
 			g.carry.Removing[c] = true
 			g.signalRemove(ctx, c)
@@ -715,11 +707,7 @@ func (g *gitRepoRun) deleteEverywhere(ctx workflow.Context, reportCh workflow.Re
 		sel.Select(ctx)
 	}
 	if len(g.carry.Removing) > 0 {
-		var left []string
-		for _, c := range workflow.DeterministicKeys(g.carry.Removing) {
-			left = append(left, c)
-		}
-		sort.Strings(left)
+		left := workflow.DeterministicKeys(g.carry.Removing)
 		return temporal.NewApplicationError("gitrepo "+g.name()+": not removed from clusters "+strings.Join(left, ", "), api.ErrTypeRemoveIncomplete)
 	}
 	return nil

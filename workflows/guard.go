@@ -126,9 +126,7 @@ func keepUnloaded(prev *api.Plan, next *api.Plan) {
 			}
 		}
 	}
-	for i := range added {
-		next.Clusters = append(next.Clusters, added[i])
-	}
+	next.Clusters = append(next.Clusters, added...)
 	kept := next.Clusters[:0]
 	for _, c := range next.Clusters {
 		if len(c.Bundles) > 0 {
