@@ -120,7 +120,7 @@ func (c *Client) Install(ctx context.Context, r ApplyRequest) (ApplyResult, erro
 
 // Upgrade writes a new revision of an existing release. Values replace the previous ones entirely
 // (ResetValues): the request is the whole desired state. A release stuck in pending-* is refused by Helm
-// with "another operation (install/upgrade/rollback) is in progress"; Unlock it first.
+// with "another operation (install/upgrade/rollback) is in progress"; DiscardPending it first.
 func (c *Client) Upgrade(ctx context.Context, r ApplyRequest) (ApplyResult, error) {
 	if err := r.check(); err != nil {
 		return ApplyResult{}, c.errorf(r.Namespace, r.Name, "upgrade", err)

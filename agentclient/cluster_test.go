@@ -56,7 +56,6 @@ func TestAgainstARealCluster(t *testing.T) {
 	require.NoError(t, c.Ping(ctx))
 
 	t.Run("install and upgrade record revisions and labels", func(t *testing.T) { installAndUpgrade(ctx, t, c) })
-	t.Run("a stuck pending upgrade blocks upgrades until unlocked", func(t *testing.T) { pendingUpgradeIsUnlocked(ctx, t, c) })
 	t.Run("a discarded pending revision is reused", func(t *testing.T) { pendingRevisionIsDiscarded(ctx, t, c) })
 	t.Run("check release sees readiness, deletion and drift; rollback repairs", func(t *testing.T) { checkAndRollback(ctx, t, c) })
 	t.Run("a failed drift correction leaves history alone unless keepFailHistory", func(t *testing.T) { failedRollbackHistory(ctx, t, c) })
@@ -131,42 +130,14 @@ func forcePending(ctx context.Context, t *testing.T, c *Client, ns, name string,
 	require.NoError(t, store.Create(&pending))
 }
 
-func pendingUpgradeIsUnlocked(ctx context.Context, t *testing.T, c *Client) {
-	ns := "pending"
-	_, err := c.Install(ctx, apply(ns, "stuck", nil))
-	require.NoError(t, err)
-	forcePending(ctx, t, c, ns, "stuck", release.StatusPendingUpgrade)
-
-	st, err := c.Observe(ctx, ns, "stuck")
-	require.NoError(t, err)
-	require.Equal(t, "pending-upgrade", st.Status)
-	require.True(t, st.Pending())
-
-	_, err = c.Upgrade(ctx, apply(ns, "stuck", nil))
-	require.ErrorContains(t, err, "another operation (install/upgrade/rollback) is in progress")
-	require.False(t, IsUnreachable(err))
-
-	require.NoError(t, c.Unlock(ctx, ns, "stuck"))
-	st, err = c.Observe(ctx, ns, "stuck")
-	require.NoError(t, err)
-	require.Equal(t, "failed", st.Status)
-	require.Equal(t, 2, st.Revision)
-	require.Equal(t, "Release unlocked from stale 'pending-upgrade' state", st.Description)
-	require.NoError(t, c.Unlock(ctx, ns, "stuck"), "unlocking an unlocked release is a no-op")
-
-	res, err := c.Upgrade(ctx, apply(ns, "stuck", nil))
-	require.NoError(t, err)
-	require.Equal(t, 3, res.Revision)
-	st, err = c.Observe(ctx, ns, "stuck")
-	require.NoError(t, err)
-	require.Equal(t, "deployed", st.Status)
-}
-
 func pendingRevisionIsDiscarded(ctx context.Context, t *testing.T, c *Client) {
 	ns := "discard"
 	_, err := c.Install(ctx, apply(ns, "crashed", map[string]string{api.LabelDeploymentID: "d1"}))
 	require.NoError(t, err)
 	forcePending(ctx, t, c, ns, "crashed", release.StatusPendingUpgrade)
+	_, err = c.Upgrade(ctx, apply(ns, "crashed", map[string]string{api.LabelDeploymentID: "d2"}))
+	require.ErrorContains(t, err, "another operation (install/upgrade/rollback) is in progress", "a pending revision blocks upgrades until it is discarded")
+	require.False(t, IsUnreachable(err))
 
 	require.NoError(t, c.DiscardPending(ctx, ns, "crashed"))
 	st, err := c.Observe(ctx, ns, "crashed")
@@ -422,12 +393,12 @@ func cancelledInstall(ctx context.Context, t *testing.T, c *Client) {
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Less(t, time.Since(start), 8*time.Second, "the caller gets its error before the install ends")
 
-	require.NoError(t, c.Unlock(ctx, ns, "slow"))
-	require.GreaterOrEqual(t, time.Since(start), 10*time.Second, "Unlock waited for the install to finish")
+	require.NoError(t, c.DiscardPending(ctx, ns, "slow"))
+	require.GreaterOrEqual(t, time.Since(start), 10*time.Second, "DiscardPending waited for the install to finish")
 	st, err := c.Observe(ctx, ns, "slow")
 	require.NoError(t, err)
+	require.True(t, st.Exists, "the release was never pending when DiscardPending looked, or it would be gone")
 	require.Equal(t, "failed", st.Status)
-	require.NotContains(t, st.Description, "unlocked", "the release was never pending when Unlock looked")
 }
 
 func configMap(ctx context.Context, t *testing.T, c *Client, ns, name string) *corev1.ConfigMap {

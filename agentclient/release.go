@@ -201,33 +201,3 @@ func (c *Client) DiscardPending(ctx context.Context, namespace, name string) err
 	})
 	return err
 }
-
-// Unlock moves a release stuck in pending-install, pending-upgrade or pending-rollback to failed, as
-// Flux's unlock.go does, so that the next Upgrade or Rollback is not refused with "another operation
-// (install/upgrade/rollback) is in progress". Such a state is left by a process killed mid-operation.
-// It waits for any operation on the release in this process, so it never breaks a live one here.
-// No-op for any other state or a missing release.
-func (c *Client) Unlock(ctx context.Context, namespace, name string) error {
-	_, err := exclusive(ctx, c, namespace, name, "unlock", func() (struct{}, error) {
-		store := c.storage(ctx, namespace, c.helmLog(namespace, name))
-		rel, err := store.Last(name)
-		if errors.Is(err, driver.ErrReleaseNotFound) {
-			return struct{}{}, nil
-		}
-		if err != nil {
-			return struct{}{}, c.errorf(namespace, name, "unlock", err)
-		}
-		status := rel.Info.Status
-		if !status.IsPending() {
-			return struct{}{}, nil
-		}
-		rel.SetStatus(release.StatusFailed, fmt.Sprintf("Release unlocked from stale '%s' state", status))
-		if err := store.Update(rel); err != nil {
-			return struct{}{}, c.errorf(namespace, name, "unlock", err)
-		}
-		c.log.Info("unlocked release", zap.String("namespace", namespace), zap.String("release", name),
-			zap.Int("revision", rel.Version), zap.String("from", status.String()))
-		return struct{}{}, nil
-	})
-	return err
-}
