@@ -22,7 +22,7 @@ func TestTheContractLinksNoClientOrSDK(t *testing.T) {
 	for _, d := range deps {
 		for _, f := range forbidden {
 			if strings.HasPrefix(d, f) {
-				t.Errorf("package api depends on %s (%s is forbidden); `go mod why -m` or `go list -deps` shows the path", d, f)
+				t.Errorf("package api depends on %s (%s is forbidden); `go mod why %s` shows the path", d, f, d)
 			}
 		}
 	}
