@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/flotilla-gitops/flotilla/agentclient"
+	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/fleet/plan"
 	"github.com/flotilla-gitops/flotilla/fleet/render"
@@ -46,51 +47,51 @@ type Activities struct {
 }
 
 // Poll resolves the commit to deploy and reads the inventory generation: one ls-remote, no clone.
-func (a *Activities) Poll(ctx context.Context, in PollInput) (PollResult, error) {
+func (a *Activities) Poll(ctx context.Context, in api.PollInput) (api.PollResult, error) {
 	commit, err := a.Git.Resolve(ctx, in.Repo, in.Branch, in.Revision, in.ClientSecretName)
 	if err != nil {
 		var nf *gitcache.NotFoundError
 		if errors.As(err, &nf) {
-			return PollResult{}, temporal.NewApplicationError(err.Error(), "RevisionNotFound")
+			return api.PollResult{}, temporal.NewApplicationError(err.Error(), api.ErrTypeRevisionNotFound)
 		}
-		return PollResult{}, temporal.NewApplicationError(err.Error(), "GitError")
+		return api.PollResult{}, temporal.NewApplicationError(err.Error(), api.ErrTypeGit)
 	}
 	inv, err := a.Inventory.Read(ctx)
 	if err != nil {
-		return PollResult{}, fmt.Errorf("reading the cluster inventory: %w", err)
+		return api.PollResult{}, fmt.Errorf("reading the cluster inventory: %w", err)
 	}
-	return PollResult{Commit: commit, InventoryGeneration: inv.Generation}, nil
+	return api.PollResult{Commit: commit, InventoryGeneration: inv.Generation}, nil
 }
 
 // Plan discovers bundles at a commit and computes which clusters each targets (fleet/plan). A bundle whose
 // fleet.yaml does not load is listed in Unloaded and planned with the GitRepo's targets; the workflow keeps
 // it where the last good plan had it.
-func (a *Activities) Plan(ctx context.Context, in PlanInput) (Plan, error) {
+func (a *Activities) Plan(ctx context.Context, in api.PlanInput) (api.Plan, error) {
 	if err := target.Validate(in.Targets); err != nil {
-		return Plan{}, temporal.NewNonRetryableApplicationError("spec.targets: "+err.Error(), "InvalidTargets", nil)
+		return api.Plan{}, temporal.NewNonRetryableApplicationError("spec.targets: "+err.Error(), api.ErrTypeInvalidTargets, nil)
 	}
 	dir, err := a.Git.Checkout(ctx, in.Repo, in.Commit, in.ClientSecretName)
 	if err != nil {
-		return Plan{}, temporal.NewApplicationError(err.Error(), "GitError")
+		return api.Plan{}, temporal.NewApplicationError(err.Error(), api.ErrTypeGit)
 	}
 	bundles, err := plan.Load(dir, in.GitRepo, in.Paths, in.Targets)
 	if err != nil {
-		return Plan{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBundle, nil)
+		return api.Plan{}, temporal.NewNonRetryableApplicationError(err.Error(), api.ErrTypeBundle, nil)
 	}
 	inv, err := a.Inventory.Read(ctx)
 	if err != nil {
-		return Plan{}, fmt.Errorf("reading the cluster inventory: %w", err)
+		return api.Plan{}, fmt.Errorf("reading the cluster inventory: %w", err)
 	}
-	p := Plan{Commit: in.Commit, InventoryGeneration: inv.Generation, Clusters: []PlannedCluster{}, Warnings: plan.Warnings(bundles)}
+	p := api.Plan{Commit: in.Commit, InventoryGeneration: inv.Generation, Clusters: []api.PlannedCluster{}, Warnings: plan.Warnings(bundles)}
 	for i, b := range bundles {
-		p.Bundles = append(p.Bundles, BundleRef{Name: b.Ref.Name, Path: b.Ref.Path})
+		p.Bundles = append(p.Bundles, api.BundleRef{Name: b.Ref.Name, Path: b.Ref.Path})
 		if b.Err != nil {
 			p.Unloaded = append(p.Unloaded, i)
 		}
 	}
 	for _, c := range inv.Clusters {
 		info := inv.Info(c)
-		pc := PlannedCluster{Name: c.Metadata.Name, Digest: inventory.Digest(c, info.Groups), Paused: c.Spec.Paused,
+		pc := api.PlannedCluster{Name: c.Metadata.Name, Digest: inventory.Digest(c, info.Groups), Paused: c.Spec.Paused,
 			Bundles: plan.For(bundles, info)}
 		if len(pc.Bundles) > 0 {
 			p.Clusters = append(p.Clusters, pc)
@@ -111,60 +112,60 @@ type clusterHandle struct {
 // handle resolves the cluster and the checkout. ping checks reachability first, so an apply fails fast
 // with a clear error; an observe skips it, because its first read fails just as clearly and an idle check
 // should cost as few requests as possible.
-func (a *Activities) handle(ctx context.Context, t ClusterTarget, ping bool) (*clusterHandle, error) {
+func (a *Activities) handle(ctx context.Context, t api.ClusterTarget, ping bool) (*clusterHandle, error) {
 	inv, err := a.inventoryFor(ctx, t)
 	if err != nil {
 		return nil, fmt.Errorf("reading the cluster inventory: %w", err)
 	}
 	c, ok := inv.Cluster(t.Cluster)
 	if !ok {
-		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("cluster %q is not in the inventory", t.Cluster), "UnknownCluster", nil)
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("cluster %q is not in the inventory", t.Cluster), api.ErrTypeUnknownCluster, nil)
 	}
 	info := inv.Info(c)
 	cl, err := a.Clusters.Get(agentclient.Config{KubeconfigPath: c.Spec.KubeConfigPath, Context: c.Spec.KubeConfigContext})
 	if err != nil {
-		return nil, temporal.NewApplicationError(fmt.Sprintf("cluster %q: %v", t.Cluster, err), ErrTypeUnreachable)
+		return nil, temporal.NewApplicationError(fmt.Sprintf("cluster %q: %v", t.Cluster, err), api.ErrTypeUnreachable)
 	}
 	if ping {
 		if err := cl.Ping(ctx); err != nil {
-			return nil, temporal.NewApplicationError(fmt.Sprintf("cluster %q unreachable: %v", t.Cluster, err), ErrTypeUnreachable)
+			return nil, temporal.NewApplicationError(fmt.Sprintf("cluster %q unreachable: %v", t.Cluster, err), api.ErrTypeUnreachable)
 		}
 	}
 	dir, err := a.Git.Checkout(ctx, t.Repo, t.Commit, t.ClientSecretName)
 	if err != nil {
-		return nil, temporal.NewApplicationError(err.Error(), "GitError")
+		return nil, temporal.NewApplicationError(err.Error(), api.ErrTypeGit)
 	}
 	return &clusterHandle{info: info, client: cl, dir: dir, digest: inventory.Digest(c, info.Groups)}, nil
 }
 
 // Observe renders each bundle for the cluster and reads its release and, if asked, the objects it owns.
 // Render errors are per bundle: one broken bundle never hides the others.
-func (a *Activities) Observe(ctx context.Context, in ObserveInput) (Observation, error) {
+func (a *Activities) Observe(ctx context.Context, in api.ObserveInput) (api.Observation, error) {
 	h, err := a.handle(ctx, in.Target, false)
 	if err != nil {
-		return Observation{}, err
+		return api.Observation{}, err
 	}
 	stop := heartbeatEvery(ctx, 3*time.Second)
 	defer stop()
 	return a.observe(ctx, h, in.Target, in.Resources)
 }
 
-func (a *Activities) observe(ctx context.Context, h *clusterHandle, t ClusterTarget, resources bool) (Observation, error) {
-	obs := Observation{Bundles: make([]BundleObservation, len(t.Bundles))}
+func (a *Activities) observe(ctx context.Context, h *clusterHandle, t api.ClusterTarget, resources bool) (api.Observation, error) {
+	obs := api.Observation{Bundles: make([]api.BundleObservation, len(t.Bundles))}
 	err := a.forEach(len(t.Bundles), func(i int) error {
 		o, err := a.observeBundle(ctx, h, t, t.Bundles[i], resources)
 		obs.Bundles[i] = o
 		return err
 	})
 	if err != nil {
-		return Observation{}, a.clusterError(t.Cluster, err)
+		return api.Observation{}, a.clusterError(t.Cluster, err)
 	}
 	obs.CheckedAt = time.Now()
 	return obs, nil
 }
 
-func (a *Activities) observeBundle(ctx context.Context, h *clusterHandle, t ClusterTarget, ref BundleRef, resources bool) (BundleObservation, error) {
-	o := BundleObservation{Bundle: ref.Name}
+func (a *Activities) observeBundle(ctx context.Context, h *clusterHandle, t api.ClusterTarget, ref api.BundleRef, resources bool) (api.BundleObservation, error) {
+	o := api.BundleObservation{Bundle: ref.Name}
 	rel, err := a.render(h, t, ref, false)
 	if err != nil {
 		o.Error, o.ErrorType = err.Error(), renderErrorType(err)
@@ -183,7 +184,7 @@ func (a *Activities) observeBundle(ctx context.Context, h *clusterHandle, t Clus
 	}
 	if conflict := releaseConflict(st, rel, t); conflict != "" {
 		// Not ours: neither its revision nor its objects are this bundle's status.
-		o.Error, o.ErrorType = conflict, ErrTypeReleaseConflict
+		o.Error, o.ErrorType = conflict, api.ErrTypeReleaseConflict
 		return o, nil
 	}
 	o.Release = releaseInfo(st)
@@ -198,8 +199,8 @@ func (a *Activities) observeBundle(ctx context.Context, h *clusterHandle, t Clus
 // the live release (its revision, commit and objects) beside the error that stops it from moving, instead
 // of a bundle that seems to run nothing. Only a lost cluster is an error; any other failed read leaves the
 // render error alone.
-func (a *Activities) observeStuck(ctx context.Context, h *clusterHandle, t ClusterTarget, o *BundleObservation, resources bool) error {
-	rels, err := h.client.ListReleases(ctx, map[string]string{LabelGitRepo: t.GitRepo, LabelBundle: o.Bundle})
+func (a *Activities) observeStuck(ctx context.Context, h *clusterHandle, t api.ClusterTarget, o *api.BundleObservation, resources bool) error {
+	rels, err := h.client.ListReleases(ctx, map[string]string{api.LabelGitRepo: t.GitRepo, api.LabelBundle: o.Bundle})
 	if err != nil {
 		if agentclient.IsUnreachable(err) {
 			return err
@@ -232,33 +233,33 @@ func (a *Activities) observeStuck(ctx context.Context, h *clusterHandle, t Clust
 	return nil
 }
 
-func releaseInfo(st agentclient.ReleaseState) ReleaseInfo {
-	return ReleaseInfo{Exists: st.Exists, Status: st.Status, Revision: st.Revision, DeploymentID: st.DeploymentID,
-		Description: st.Description, Commit: st.Labels[LabelCommit]}
+func releaseInfo(st agentclient.ReleaseState) api.ReleaseInfo {
+	return api.ReleaseInfo{Exists: st.Exists, Status: st.Status, Revision: st.Revision, DeploymentID: st.DeploymentID,
+		Description: st.Description, Commit: st.Labels[api.LabelCommit]}
 }
 
 // Apply performs the decided release actions. Each action first re-checks that the bundle still renders
 // to the expected deployment ID and that the release does not already hold it, so a retry after a crash
 // never adds a Helm revision.
-func (a *Activities) Apply(ctx context.Context, in ApplyInput) (ApplyResult, error) {
+func (a *Activities) Apply(ctx context.Context, in api.ApplyInput) (api.ApplyResult, error) {
 	h, err := a.handle(ctx, in.Target, true)
 	if err != nil {
-		return ApplyResult{}, err
+		return api.ApplyResult{}, err
 	}
 	stop := heartbeatEvery(ctx, 3*time.Second)
 	defer stop()
-	res := ApplyResult{Bundles: make([]BundleApplyResult, len(in.Actions))}
+	res := api.ApplyResult{Bundles: make([]api.BundleApplyResult, len(in.Actions))}
 	if in.Sweep != nil {
 		removed, err := a.sweep(ctx, h.client, in.Target.GitRepo, in.Target.Cluster, h.info.ConfineToNamespace, *in.Sweep)
 		res.Swept = removed
 		if err != nil {
 			if agentclient.IsUnreachable(err) {
-				return ApplyResult{}, a.clusterError(in.Target.Cluster, err)
+				return api.ApplyResult{}, a.clusterError(in.Target.Cluster, err)
 			}
 			res.SweepError = err.Error()
 		}
 	}
-	refs := map[string]BundleRef{}
+	refs := map[string]api.BundleRef{}
 	for _, r := range in.Target.Bundles {
 		refs[r.Name] = r
 	}
@@ -268,7 +269,7 @@ func (a *Activities) Apply(ctx context.Context, in ApplyInput) (ApplyResult, err
 		return err
 	})
 	if err != nil {
-		return ApplyResult{}, a.clusterError(in.Target.Cluster, err)
+		return api.ApplyResult{}, a.clusterError(in.Target.Cluster, err)
 	}
 	if in.Observe {
 		// What was applied stands even if this read fails; the workflow then observes on its own.
@@ -279,8 +280,8 @@ func (a *Activities) Apply(ctx context.Context, in ApplyInput) (ApplyResult, err
 	return res, nil
 }
 
-func (a *Activities) applyBundle(ctx context.Context, h *clusterHandle, t ClusterTarget, ref BundleRef, act BundleAction) (BundleApplyResult, error) {
-	out := BundleApplyResult{Bundle: act.Bundle}
+func (a *Activities) applyBundle(ctx context.Context, h *clusterHandle, t api.ClusterTarget, ref api.BundleRef, act api.BundleAction) (api.BundleApplyResult, error) {
+	out := api.BundleApplyResult{Bundle: act.Bundle}
 	log := a.logger().With(zap.String("cluster", t.Cluster), zap.String("bundle", act.Bundle), zap.String("action", act.Action))
 	rel, err := a.render(h, t, ref, true)
 	if err != nil {
@@ -288,7 +289,7 @@ func (a *Activities) applyBundle(ctx context.Context, h *clusterHandle, t Cluste
 		return out, nil
 	}
 	if rel.DeploymentID != act.ExpectedID {
-		out.Error, out.ErrorType = "desired state changed since it was observed", ErrTypeStale
+		out.Error, out.ErrorType = "desired state changed since it was observed", api.ErrTypeStale
 		return out, nil
 	}
 	st, err := h.client.Observe(ctx, rel.Namespace, rel.Name)
@@ -297,24 +298,24 @@ func (a *Activities) applyBundle(ctx context.Context, h *clusterHandle, t Cluste
 	}
 	if conflict := releaseConflict(st, rel, t); conflict != "" {
 		// Checked again here: the release may have appeared since the observation that decided this.
-		out.Error, out.ErrorType = conflict, ErrTypeReleaseConflict
+		out.Error, out.ErrorType = conflict, api.ErrTypeReleaseConflict
 		return out, nil
 	}
 	action := act.Action
-	if action == ActionRecover {
+	if action == api.ActionRecover {
 		if err := h.client.DiscardPending(ctx, rel.Namespace, rel.Name); err != nil {
 			return a.applyFailure(out, err)
 		}
 		if st, err = h.client.Observe(ctx, rel.Namespace, rel.Name); err != nil {
 			return out, err
 		}
-		action = ActionUpgrade
+		action = api.ActionUpgrade
 	}
-	if action != ActionRollback && st.Exists && st.Status == "deployed" && st.DeploymentID == act.ExpectedID {
+	if action != api.ActionRollback && st.Exists && st.Status == "deployed" && st.DeploymentID == act.ExpectedID {
 		out.Skipped, out.Revision = true, st.Revision
 		return out, nil
 	}
-	if action == ActionRollback {
+	if action == api.ActionRollback {
 		rev, err := h.client.Rollback(ctx, agentclient.RollbackRequest{
 			Namespace: rel.Namespace, Name: rel.Name, Force: act.Force, MaxHistory: maxHistory(rel.Options),
 			KeepFailHistory: rel.Options.CorrectDrift != nil && rel.Options.CorrectDrift.KeepFailHistory,
@@ -333,7 +334,7 @@ func (a *Activities) applyBundle(ctx context.Context, h *clusterHandle, t Cluste
 		if !errors.As(err, &limit) {
 			return a.applyFailure(out, err)
 		}
-		out.Error, out.ErrorType = err.Error(), ErrTypeChartRenderLimit
+		out.Error, out.ErrorType = err.Error(), api.ErrTypeChartRenderLimit
 		return out, nil
 	}
 	var r agentclient.ApplyResult
@@ -357,8 +358,8 @@ func ApplyRequestFor(rel *render.Release, gitRepo, cluster, commit string) agent
 	req := agentclient.ApplyRequest{
 		Name: rel.Name, Namespace: rel.Namespace, Chart: rel.Chart, Values: rel.Values, PostRenderer: rel.PostRenderer,
 		Labels: map[string]string{
-			LabelDeploymentID: rel.DeploymentID, LabelGitRepo: gitRepo, LabelBundle: rel.Bundle,
-			LabelCluster: cluster, LabelCommit: shortSHA(commit),
+			api.LabelDeploymentID: rel.DeploymentID, api.LabelGitRepo: gitRepo, api.LabelBundle: rel.Bundle,
+			api.LabelCluster: cluster, api.LabelCommit: shortSHA(commit),
 		},
 		CreateNamespace:    true,
 		ConfineToNamespace: rel.ForcedNamespace,
@@ -366,7 +367,7 @@ func ApplyRequestFor(rel *render.Release, gitRepo, cluster, commit string) agent
 		Description:        fmt.Sprintf("flotilla: gitrepo %s commit %s", gitRepo, shortSHA(commit)),
 	}
 	if rel.Options.KeepResources {
-		req.Labels[LabelKeepResources] = "true"
+		req.Labels[api.LabelKeepResources] = "true"
 	}
 	if hopts := rel.Options.Helm; hopts != nil {
 		req.Force, req.TakeOwnership, req.Atomic, req.WaitForJobs = hopts.Force, hopts.TakeOwnership, hopts.Atomic, hopts.WaitForJobs
@@ -390,54 +391,54 @@ func checkOptions(o fleet.BundleDeploymentOptions) agentclient.CheckOptions {
 
 // applyFailure keeps a failed action on its bundle, except a lost cluster, which fails the activity so
 // the whole cluster is retried.
-func (a *Activities) applyFailure(out BundleApplyResult, err error) (BundleApplyResult, error) {
+func (a *Activities) applyFailure(out api.BundleApplyResult, err error) (api.BundleApplyResult, error) {
 	if agentclient.IsUnreachable(err) {
 		return out, err
 	}
 	out.Error = err.Error()
-	out.ErrorType = ErrTypeApply
+	out.ErrorType = api.ErrTypeApply
 	if agentclient.IsInvalid(err) {
-		out.ErrorType = ErrTypeInvalid
+		out.ErrorType = api.ErrTypeInvalid
 	}
 	return out, nil
 }
 
 // Uninstall removes a GitRepo's releases from a cluster, except those listed in Keep.
-func (a *Activities) Uninstall(ctx context.Context, in UninstallInput) (UninstallResult, error) {
+func (a *Activities) Uninstall(ctx context.Context, in api.UninstallInput) (api.UninstallResult, error) {
 	inv, err := a.Inventory.Read(ctx)
 	if err != nil {
-		return UninstallResult{}, fmt.Errorf("reading the cluster inventory: %w", err)
+		return api.UninstallResult{}, fmt.Errorf("reading the cluster inventory: %w", err)
 	}
 	c, ok := inv.Cluster(in.Cluster)
 	if !ok {
 		// The cluster left the inventory; there is nothing we can reach to uninstall from.
-		return UninstallResult{}, nil
+		return api.UninstallResult{}, nil
 	}
 	cl, err := a.Clusters.Get(agentclient.Config{KubeconfigPath: c.Spec.KubeConfigPath, Context: c.Spec.KubeConfigContext})
 	if err != nil {
-		return UninstallResult{}, temporal.NewApplicationError(fmt.Sprintf("cluster %q: %v", in.Cluster, err), ErrTypeUnreachable)
+		return api.UninstallResult{}, temporal.NewApplicationError(fmt.Sprintf("cluster %q: %v", in.Cluster, err), api.ErrTypeUnreachable)
 	}
 	if in.Sweep != nil {
 		s := *in.Sweep
 		s.KeepResources = s.KeepResources || in.KeepResources
 		removed, err := a.sweep(ctx, cl, in.GitRepo, in.Cluster, c.Spec.ConfineToNamespace, s)
 		if err != nil {
-			return UninstallResult{Removed: removed}, a.clusterError(in.Cluster, err)
+			return api.UninstallResult{Removed: removed}, a.clusterError(in.Cluster, err)
 		}
-		return UninstallResult{Removed: removed}, nil
+		return api.UninstallResult{Removed: removed}, nil
 	}
-	rels, err := cl.ListReleases(ctx, map[string]string{LabelGitRepo: in.GitRepo})
+	rels, err := cl.ListReleases(ctx, map[string]string{api.LabelGitRepo: in.GitRepo})
 	if err != nil {
-		return UninstallResult{}, a.clusterError(in.Cluster, err)
+		return api.UninstallResult{}, a.clusterError(in.Cluster, err)
 	}
 	confined := c.Spec.ConfineToNamespace
-	var res UninstallResult
+	var res api.UninstallResult
 	for _, r := range rels {
 		if confined != "" && r.Namespace != confined {
 			// Other namespaces of a confined cluster's API server belong to other clusters.
 			continue
 		}
-		if err := cl.Uninstall(ctx, r.Namespace, r.Name, in.KeepResources || r.Labels[LabelKeepResources] == "true"); err != nil {
+		if err := cl.Uninstall(ctx, r.Namespace, r.Name, in.KeepResources || r.Labels[api.LabelKeepResources] == "true"); err != nil {
 			return res, a.clusterError(in.Cluster, err)
 		}
 		res.Removed = append(res.Removed, r.Namespace+"/"+r.Name)
@@ -447,9 +448,10 @@ func (a *Activities) Uninstall(ctx context.Context, in UninstallInput) (Uninstal
 }
 
 // ListClusterWorkflows lists the running cluster workflows of a GitRepo through Temporal's visibility.
-func (a *Activities) ListClusterWorkflows(ctx context.Context, in ListClusterWorkflowsInput) (ListClusterWorkflowsResult, error) {
-	query := fmt.Sprintf("WorkflowType = 'ClusterWorkflow' AND FlotillaGitRepo = '%s' AND ExecutionStatus = 'Running'", in.GitRepo)
-	res := ListClusterWorkflowsResult{Clusters: []string{}}
+func (a *Activities) ListClusterWorkflows(ctx context.Context, in api.ListClusterWorkflowsInput) (api.ListClusterWorkflowsResult, error) {
+	query := fmt.Sprintf("WorkflowType = '%s' AND %s = '%s' AND ExecutionStatus = 'Running'",
+		api.ClusterWorkflowType, api.SearchAttrGitRepo, in.GitRepo)
+	res := api.ListClusterWorkflowsResult{Clusters: []string{}}
 	var token []byte
 	for {
 		page, err := a.Temporal.ListWorkflow(ctx, listRequest(query, token))
@@ -457,7 +459,7 @@ func (a *Activities) ListClusterWorkflows(ctx context.Context, in ListClusterWor
 			return res, err
 		}
 		for _, e := range page.Executions {
-			if p := e.GetSearchAttributes().GetIndexedFields()["FlotillaCluster"]; p != nil {
+			if p := e.GetSearchAttributes().GetIndexedFields()[api.SearchAttrCluster]; p != nil {
 				var name string
 				if err := decodePayload(p, &name); err == nil {
 					res.Clusters = append(res.Clusters, name)
@@ -475,9 +477,9 @@ func (a *Activities) ListClusterWorkflows(ctx context.Context, in ListClusterWor
 
 // NotifyGitRepos signals `sync` to every running GitRepo workflow, so a cluster added, changed or removed
 // is planned at once rather than at the next poll. A GitRepo that ends meanwhile is skipped.
-func (a *Activities) NotifyGitRepos(ctx context.Context, in NotifyGitReposInput) (NotifyGitReposResult, error) {
-	const query = "WorkflowType = 'GitRepoWorkflow' AND ExecutionStatus = 'Running'"
-	res := NotifyGitReposResult{}
+func (a *Activities) NotifyGitRepos(ctx context.Context, in api.NotifyGitReposInput) (api.NotifyGitReposResult, error) {
+	const query = "WorkflowType = '" + api.GitRepoWorkflowType + "' AND ExecutionStatus = 'Running'"
+	res := api.NotifyGitReposResult{}
 	var token []byte
 	for {
 		page, err := a.Temporal.ListWorkflow(ctx, listRequest(query, token))
@@ -485,7 +487,7 @@ func (a *Activities) NotifyGitRepos(ctx context.Context, in NotifyGitReposInput)
 			return res, err
 		}
 		for _, e := range page.Executions {
-			err := a.Temporal.SignalWorkflow(ctx, e.GetExecution().GetWorkflowId(), "", "sync", nil)
+			err := a.Temporal.SignalWorkflow(ctx, e.GetExecution().GetWorkflowId(), "", api.SignalSync, nil)
 			var nf *serviceerror.NotFound
 			if err != nil && !errors.As(err, &nf) {
 				return res, err
@@ -505,9 +507,9 @@ func (a *Activities) clusterError(cluster string, err error) error {
 		return err
 	}
 	if agentclient.IsUnreachable(err) {
-		return temporal.NewApplicationError(fmt.Sprintf("cluster %q unreachable: %v", cluster, err), ErrTypeUnreachable)
+		return temporal.NewApplicationError(fmt.Sprintf("cluster %q unreachable: %v", cluster, err), api.ErrTypeUnreachable)
 	}
-	return temporal.NewApplicationError(fmt.Sprintf("cluster %q: %v", cluster, err), ErrTypeApply)
+	return temporal.NewApplicationError(fmt.Sprintf("cluster %q: %v", cluster, err), api.ErrTypeApply)
 }
 
 func (a *Activities) forEach(n int, fn func(i int) error) error {
@@ -561,12 +563,3 @@ func shortSHA(s string) string {
 	}
 	return s
 }
-
-// Release labels: how Flotilla finds and owns its releases.
-const (
-	LabelDeploymentID = "flotilla.dev/deployment-id"
-	LabelGitRepo      = "flotilla.dev/gitrepo"
-	LabelBundle       = "flotilla.dev/bundle"
-	LabelCluster      = "flotilla.dev/cluster"
-	LabelCommit       = "flotilla.dev/commit"
-)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/flotilla-gitops/flotilla/agentclient"
+	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet/render"
 )
 
@@ -15,14 +16,14 @@ import (
 
 // releaseConflict says why a live release is not this bundle's to change, or "" when it is. A release
 // of a bundle this target no longer has is this GitRepo's own, left by a rename; it may be taken over.
-func releaseConflict(st agentclient.ReleaseState, rel *render.Release, t ClusterTarget) string {
+func releaseConflict(st agentclient.ReleaseState, rel *render.Release, t api.ClusterTarget) string {
 	if !st.Exists {
 		return ""
 	}
 	if rel.Options.Helm != nil && rel.Options.Helm.TakeOwnership {
 		return ""
 	}
-	owner, ownerBundle := st.Labels[LabelGitRepo], st.Labels[LabelBundle]
+	owner, ownerBundle := st.Labels[api.LabelGitRepo], st.Labels[api.LabelBundle]
 	var whose string
 	switch {
 	case owner == "":
@@ -38,7 +39,7 @@ func releaseConflict(st agentclient.ReleaseState, rel *render.Release, t Cluster
 		"(or namespace), or set helm.takeOwnership: true to adopt the release", st.Namespace, st.Name, whose)
 }
 
-func targetHasBundle(t ClusterTarget, name string) bool {
+func targetHasBundle(t api.ClusterTarget, name string) bool {
 	for _, b := range t.Bundles {
 		if b.Name == name {
 			return true

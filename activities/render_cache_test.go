@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
 )
 
@@ -48,12 +49,12 @@ func TestRenderCacheDropsAnUnusedChartAtTheNextCheck(t *testing.T) {
 }
 
 // oneBundleRepo is a checkout holding one bundle of one ConfigMap, and a cluster to render it for.
-func oneBundleRepo(t *testing.T) (*Activities, *clusterHandle, ClusterTarget, BundleRef) {
+func oneBundleRepo(t *testing.T) (*Activities, *clusterHandle, api.ClusterTarget, api.BundleRef) {
 	root := t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(root, "web"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(root, "web", "cm.yaml"),
 		[]byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n  a: b\n"), 0o644))
 	h := &clusterHandle{info: fleet.ClusterInfo{Name: "edge-1", Namespace: fleet.DefaultNamespace}, dir: root, digest: "d1"}
-	return &Activities{}, h, ClusterTarget{GitRepo: "shop", Cluster: "edge-1", Commit: "0123456789abcdef0123"},
-		BundleRef{Name: "web", Path: "web"}
+	return &Activities{}, h, api.ClusterTarget{GitRepo: "shop", Cluster: "edge-1", Commit: "0123456789abcdef0123"},
+		api.BundleRef{Name: "web", Path: "web"}
 }

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/flotilla-gitops/flotilla/agentclient"
+	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet/bundle"
 	"github.com/flotilla-gitops/flotilla/fleet/render"
 	"github.com/flotilla-gitops/flotilla/fleet/safepath"
@@ -36,7 +37,7 @@ type TemporalInventory struct {
 // Read implements InventoryReader. No inventory workflow yet means no clusters were ever registered;
 // any other failure is an error, never an empty inventory.
 func (t TemporalInventory) Read(ctx context.Context) (inventory.Inventory, error) {
-	v, err := t.Client.QueryWorkflow(ctx, inventory.WorkflowID, "", inventory.QueryInventory)
+	v, err := t.Client.QueryWorkflow(ctx, api.InventoryWorkflowID, "", api.QueryInventory)
 	if err != nil {
 		var nf *serviceerror.NotFound
 		if errors.As(err, &nf) {
@@ -63,7 +64,7 @@ type inventoryCache struct {
 
 const inventoryCacheTTL = time.Minute
 
-func (a *Activities) inventoryFor(ctx context.Context, t ClusterTarget) (inventory.Inventory, error) {
+func (a *Activities) inventoryFor(ctx context.Context, t api.ClusterTarget) (inventory.Inventory, error) {
 	c := &a.inventory
 	c.mu.Lock()
 	inv, fresh := c.inv, time.Since(c.read) < inventoryCacheTTL
@@ -106,7 +107,7 @@ const renderCacheSize = 4096
 
 // render renders a bundle for a cluster. forApply asks for the chart and values too; otherwise the result
 // may come from the cache without them.
-func (a *Activities) render(h *clusterHandle, t ClusterTarget, ref BundleRef, forApply bool) (*render.Release, error) {
+func (a *Activities) render(h *clusterHandle, t api.ClusterTarget, ref api.BundleRef, forApply bool) (*render.Release, error) {
 	key := strings.Join([]string{h.dir, ref.Path, ref.Name, t.GitRepo, h.info.Name, h.digest, h.info.ConfineToNamespace,
 		t.Options.TargetNamespace, fmt.Sprint(t.Options.KeepResources, t.Options.ForceSyncGeneration)}, "\x00")
 	c := &a.renders
@@ -174,18 +175,18 @@ func (c *renderCache) evictOldest() {
 func renderErrorType(err error) string {
 	var te *tmpl.TemplateError
 	if errors.As(err, &te) {
-		return ErrTypeTemplate
+		return api.ErrTypeTemplate
 	}
 	var ee *safepath.EscapeError
 	if errors.As(err, &ee) {
-		return ErrTypeBundle
+		return api.ErrTypeBundle
 	}
-	return ErrTypeBundle
+	return api.ErrTypeBundle
 }
 
 // summarizeObjects counts a release's objects by state, with at most ten short non-ready entries, worst first.
-func summarizeObjects(objs []agentclient.ObjectStatus) ResourceSummary {
-	s := ResourceSummary{Checked: true}
+func summarizeObjects(objs []agentclient.ObjectStatus) api.ResourceSummary {
+	s := api.ResourceSummary{Checked: true}
 	rank := map[string]int{"missing": 0, "modified": 1, "orphaned": 2, "notReady": 3, "unknown": 4}
 	var bad []agentclient.ObjectStatus
 	for _, o := range objs {

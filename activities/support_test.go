@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flotilla-gitops/flotilla/agentclient"
+	"github.com/flotilla-gitops/flotilla/api"
 )
 
 func object(kind, name, state, msg string) agentclient.ObjectStatus {
@@ -22,7 +23,7 @@ func TestSummaryCountsEveryObjectAndNamesTheWorstFirst(t *testing.T) {
 		object("Service", "web", agentclient.StateModified, "Service web: modified: spec.ports[name=http].port"),
 	}
 	s := summarizeObjects(objs)
-	require.Equal(t, ResourceCounts{DesiredReady: 4, Ready: 1, NotReady: 1, Missing: 1, Modified: 1, Orphaned: 1}, s.Counts,
+	require.Equal(t, api.ResourceCounts{DesiredReady: 4, Ready: 1, NotReady: 1, Missing: 1, Modified: 1, Orphaned: 1}, s.Counts,
 		"a missing object is still desired; an orphan is not")
 	require.Equal(t, []string{
 		"configmap app/b missing",

@@ -7,16 +7,13 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/flotilla-gitops/flotilla/agentclient"
+	"github.com/flotilla-gitops/flotilla/api"
 )
-
-// LabelKeepResources marks a release deployed with keepResources, so that whoever uninstalls it later (a
-// sweep after its bundle was deleted from the repository, when its fleet.yaml is gone) keeps its objects.
-const LabelKeepResources = "flotilla.dev/keep-resources"
 
 // sweep uninstalls the releases of gitRepo on this cluster that s does not keep. Only releases labelled
 // with this cluster are candidates: clusters confined to namespaces of one API server see each other's.
-func (a *Activities) sweep(ctx context.Context, cl *agentclient.Client, gitRepo, cluster, confined string, s Sweep) ([]string, error) {
-	rels, err := cl.ListReleasesIn(ctx, confined, map[string]string{LabelGitRepo: gitRepo, LabelCluster: cluster})
+func (a *Activities) sweep(ctx context.Context, cl *agentclient.Client, gitRepo, cluster, confined string, s api.Sweep) ([]string, error) {
+	rels, err := cl.ListReleasesIn(ctx, confined, map[string]string{api.LabelGitRepo: gitRepo, api.LabelCluster: cluster})
 	if err != nil {
 		return nil, err
 	}
@@ -31,15 +28,15 @@ func (a *Activities) sweep(ctx context.Context, cl *agentclient.Client, gitRepo,
 	var removed []string
 	for _, r := range rels {
 		id := r.Namespace + "/" + r.Name
-		if keepBundle[r.Labels[LabelBundle]] || keepRelease[id] {
+		if keepBundle[r.Labels[api.LabelBundle]] || keepRelease[id] {
 			continue
 		}
-		keep := s.KeepResources || r.Labels[LabelKeepResources] == "true"
+		keep := s.KeepResources || r.Labels[api.LabelKeepResources] == "true"
 		if err := cl.Uninstall(ctx, r.Namespace, r.Name, keep); err != nil {
 			return removed, err
 		}
 		a.logger().Info("uninstalled a release its GitRepo no longer deploys here", zap.String("gitRepo", gitRepo),
-			zap.String("cluster", cluster), zap.String("bundle", r.Labels[LabelBundle]), zap.String("release", id),
+			zap.String("cluster", cluster), zap.String("bundle", r.Labels[api.LabelBundle]), zap.String("release", id),
 			zap.Bool("keepResources", keep))
 		removed = append(removed, id)
 		if activity.IsActivity(ctx) {

@@ -32,7 +32,7 @@ type ApplyRequest struct {
 	Values          map[string]any
 	PostRenderer    postrender.PostRenderer // may be nil
 	// Labels are stored as release labels and replace the previous revision's (Helm itself would merge
-	// them); include DeploymentIDLabel.
+	// them); include api.LabelDeploymentID.
 	Labels          map[string]string
 	CreateNamespace bool // Install only
 	// ConfineToNamespace, when set, refuses any object (manifest, hook, CRD, List item) that is
@@ -120,7 +120,7 @@ func (c *Client) Install(ctx context.Context, r ApplyRequest) (ApplyResult, erro
 
 // Upgrade writes a new revision of an existing release. Values replace the previous ones entirely
 // (ResetValues): the request is the whole desired state. A release stuck in pending-* is refused by Helm
-// with "another operation (install/upgrade/rollback) is in progress"; Unlock it first.
+// with "another operation (install/upgrade/rollback) is in progress"; DiscardPending it first.
 func (c *Client) Upgrade(ctx context.Context, r ApplyRequest) (ApplyResult, error) {
 	if err := r.check(); err != nil {
 		return ApplyResult{}, c.errorf(r.Namespace, r.Name, "upgrade", err)

@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/internal/localk8s"
 )
@@ -55,7 +56,6 @@ func TestAgainstARealCluster(t *testing.T) {
 	require.NoError(t, c.Ping(ctx))
 
 	t.Run("install and upgrade record revisions and labels", func(t *testing.T) { installAndUpgrade(ctx, t, c) })
-	t.Run("a stuck pending upgrade blocks upgrades until unlocked", func(t *testing.T) { pendingUpgradeIsUnlocked(ctx, t, c) })
 	t.Run("a discarded pending revision is reused", func(t *testing.T) { pendingRevisionIsDiscarded(ctx, t, c) })
 	t.Run("check release sees readiness, deletion and drift; rollback repairs", func(t *testing.T) { checkAndRollback(ctx, t, c) })
 	t.Run("a failed drift correction leaves history alone unless keepFailHistory", func(t *testing.T) { failedRollbackHistory(ctx, t, c) })
@@ -76,7 +76,7 @@ func installAndUpgrade(ctx context.Context, t *testing.T, c *Client) {
 	ns := "install"
 	res, err := c.Install(ctx, ApplyRequest{Name: "web", Namespace: ns, Chart: testChart("1.0.0"),
 		Values: map[string]any{"greeting": "hi"}, CreateNamespace: true, Description: "first",
-		Labels: map[string]string{DeploymentIDLabel: "d1", "flotilla.dev/gitrepo": "shop"}})
+		Labels: map[string]string{api.LabelDeploymentID: "d1", "flotilla.dev/gitrepo": "shop"}})
 	require.NoError(t, err)
 	require.Equal(t, ApplyResult{Revision: 1, Action: "install"}, res)
 
@@ -86,13 +86,13 @@ func installAndUpgrade(ctx context.Context, t *testing.T, c *Client) {
 	require.Equal(t, "deployed", st.Status)
 	require.Equal(t, 1, st.Revision)
 	require.Equal(t, "d1", st.DeploymentID)
-	require.Equal(t, map[string]string{DeploymentIDLabel: "d1", "flotilla.dev/gitrepo": "shop"}, st.Labels, "Helm's own labels are left out")
+	require.Equal(t, map[string]string{api.LabelDeploymentID: "d1", "flotilla.dev/gitrepo": "shop"}, st.Labels, "Helm's own labels are left out")
 	require.Equal(t, "first", st.Description)
 	require.WithinDuration(t, time.Now(), st.Updated, time.Minute)
 	require.Equal(t, "hi", configMap(ctx, t, c, ns, "web-config").Data["greeting"])
 
 	res, err = c.Upgrade(ctx, ApplyRequest{Name: "web", Namespace: ns, Chart: testChart("1.1.0"),
-		Labels: map[string]string{DeploymentIDLabel: "d2"}})
+		Labels: map[string]string{api.LabelDeploymentID: "d2"}})
 	require.NoError(t, err)
 	require.Equal(t, ApplyResult{Revision: 2, Action: "upgrade"}, res)
 
@@ -100,7 +100,7 @@ func installAndUpgrade(ctx context.Context, t *testing.T, c *Client) {
 	require.NoError(t, err)
 	require.Equal(t, "deployed", st.Status)
 	require.Equal(t, 2, st.Revision)
-	require.Equal(t, map[string]string{DeploymentIDLabel: "d2"}, st.Labels, "labels are replaced, not merged")
+	require.Equal(t, map[string]string{api.LabelDeploymentID: "d2"}, st.Labels, "labels are replaced, not merged")
 	require.Equal(t, "hello", configMap(ctx, t, c, ns, "web-config").Data["greeting"], "values are replaced, not reused")
 
 	hist, err := c.History(ctx, ns, "web")
@@ -130,42 +130,14 @@ func forcePending(ctx context.Context, t *testing.T, c *Client, ns, name string,
 	require.NoError(t, store.Create(&pending))
 }
 
-func pendingUpgradeIsUnlocked(ctx context.Context, t *testing.T, c *Client) {
-	ns := "pending"
-	_, err := c.Install(ctx, apply(ns, "stuck", nil))
-	require.NoError(t, err)
-	forcePending(ctx, t, c, ns, "stuck", release.StatusPendingUpgrade)
-
-	st, err := c.Observe(ctx, ns, "stuck")
-	require.NoError(t, err)
-	require.Equal(t, "pending-upgrade", st.Status)
-	require.True(t, st.Pending())
-
-	_, err = c.Upgrade(ctx, apply(ns, "stuck", nil))
-	require.ErrorContains(t, err, "another operation (install/upgrade/rollback) is in progress")
-	require.False(t, IsUnreachable(err))
-
-	require.NoError(t, c.Unlock(ctx, ns, "stuck"))
-	st, err = c.Observe(ctx, ns, "stuck")
-	require.NoError(t, err)
-	require.Equal(t, "failed", st.Status)
-	require.Equal(t, 2, st.Revision)
-	require.Equal(t, "Release unlocked from stale 'pending-upgrade' state", st.Description)
-	require.NoError(t, c.Unlock(ctx, ns, "stuck"), "unlocking an unlocked release is a no-op")
-
-	res, err := c.Upgrade(ctx, apply(ns, "stuck", nil))
-	require.NoError(t, err)
-	require.Equal(t, 3, res.Revision)
-	st, err = c.Observe(ctx, ns, "stuck")
-	require.NoError(t, err)
-	require.Equal(t, "deployed", st.Status)
-}
-
 func pendingRevisionIsDiscarded(ctx context.Context, t *testing.T, c *Client) {
 	ns := "discard"
-	_, err := c.Install(ctx, apply(ns, "crashed", map[string]string{DeploymentIDLabel: "d1"}))
+	_, err := c.Install(ctx, apply(ns, "crashed", map[string]string{api.LabelDeploymentID: "d1"}))
 	require.NoError(t, err)
 	forcePending(ctx, t, c, ns, "crashed", release.StatusPendingUpgrade)
+	_, err = c.Upgrade(ctx, apply(ns, "crashed", map[string]string{api.LabelDeploymentID: "d2"}))
+	require.ErrorContains(t, err, "another operation (install/upgrade/rollback) is in progress", "a pending revision blocks upgrades until it is discarded")
+	require.False(t, IsUnreachable(err))
 
 	require.NoError(t, c.DiscardPending(ctx, ns, "crashed"))
 	st, err := c.Observe(ctx, ns, "crashed")
@@ -173,7 +145,7 @@ func pendingRevisionIsDiscarded(ctx context.Context, t *testing.T, c *Client) {
 	require.Equal(t, "deployed", st.Status)
 	require.Equal(t, 1, st.Revision)
 
-	res, err := c.Upgrade(ctx, apply(ns, "crashed", map[string]string{DeploymentIDLabel: "d2"}))
+	res, err := c.Upgrade(ctx, apply(ns, "crashed", map[string]string{api.LabelDeploymentID: "d2"}))
 	require.NoError(t, err)
 	require.Equal(t, 2, res.Revision, "the discarded revision number is reused")
 
@@ -323,7 +295,7 @@ func uninstallKeepingResources(ctx context.Context, t *testing.T, c *Client) {
 func listByLabel(ctx context.Context, t *testing.T, c *Client) {
 	repo := map[string]string{"flotilla.dev/gitrepo": "listed"}
 	for _, ns := range []string{"list-b", "list-a"} {
-		_, err := c.Install(ctx, apply(ns, "one", map[string]string{"flotilla.dev/gitrepo": "listed", DeploymentIDLabel: ns}))
+		_, err := c.Install(ctx, apply(ns, "one", map[string]string{"flotilla.dev/gitrepo": "listed", api.LabelDeploymentID: ns}))
 		require.NoError(t, err)
 	}
 	_, err := c.Install(ctx, apply("list-a", "other", map[string]string{"flotilla.dev/gitrepo": "elsewhere"}))
@@ -396,7 +368,7 @@ func concurrentUpgrades(ctx context.Context, t *testing.T, c *Client) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r, err := c.Upgrade(ctx, apply(ns, "busy", map[string]string{DeploymentIDLabel: fmt.Sprint(i)}))
+			r, err := c.Upgrade(ctx, apply(ns, "busy", map[string]string{api.LabelDeploymentID: fmt.Sprint(i)}))
 			revisions[i], errs[i] = r.Revision, err
 		}()
 	}
@@ -421,12 +393,12 @@ func cancelledInstall(ctx context.Context, t *testing.T, c *Client) {
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Less(t, time.Since(start), 8*time.Second, "the caller gets its error before the install ends")
 
-	require.NoError(t, c.Unlock(ctx, ns, "slow"))
-	require.GreaterOrEqual(t, time.Since(start), 10*time.Second, "Unlock waited for the install to finish")
+	require.NoError(t, c.DiscardPending(ctx, ns, "slow"))
+	require.GreaterOrEqual(t, time.Since(start), 10*time.Second, "DiscardPending waited for the install to finish")
 	st, err := c.Observe(ctx, ns, "slow")
 	require.NoError(t, err)
+	require.True(t, st.Exists, "the release was never pending when DiscardPending looked, or it would be gone")
 	require.Equal(t, "failed", st.Status)
-	require.NotContains(t, st.Description, "unlocked", "the release was never pending when Unlock looked")
 }
 
 func configMap(ctx context.Context, t *testing.T, c *Client, ns, name string) *corev1.ConfigMap {

@@ -20,8 +20,5 @@ const (
 	listPageSize = 500
 )
 
-// DeploymentIDLabel is the release label that records which Flotilla deployment produced a revision.
-const DeploymentIDLabel = "flotilla.dev/deployment-id"
-
 // userAgent names Flotilla in apiserver audit logs.
 const userAgent = "flotilla-agentclient"

@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/flotilla-gitops/flotilla/api"
 )
 
 // ReleaseState is what Helm's storage says about one release revision.
@@ -30,7 +32,7 @@ type ReleaseState struct {
 	// Labels are the release's custom labels (Helm 3.13+), stored on the storage Secret; Helm's own
 	// bookkeeping labels (name, owner, status, version, createdAt, modifiedAt) are left out.
 	Labels       map[string]string
-	DeploymentID string // Labels[DeploymentIDLabel]
+	DeploymentID string // Labels[api.LabelDeploymentID]
 	Description  string
 	Updated      time.Time
 }
@@ -42,7 +44,7 @@ func (s ReleaseState) Pending() bool {
 
 func stateOf(r *release.Release) ReleaseState {
 	s := ReleaseState{Exists: true, Name: r.Name, Namespace: r.Namespace, Revision: r.Version, Labels: customLabels(r.Labels)}
-	s.DeploymentID = s.Labels[DeploymentIDLabel]
+	s.DeploymentID = s.Labels[api.LabelDeploymentID]
 	if r.Info != nil {
 		s.Status = r.Info.Status.String()
 		s.Description = r.Info.Description
@@ -195,36 +197,6 @@ func (c *Client) DiscardPending(ctx context.Context, namespace, name string) err
 		}
 		c.log.Info("discarded pending release revision", zap.String("namespace", namespace), zap.String("release", name),
 			zap.Int("revision", rel.Version), zap.String("status", status.String()))
-		return struct{}{}, nil
-	})
-	return err
-}
-
-// Unlock moves a release stuck in pending-install, pending-upgrade or pending-rollback to failed, as
-// Flux's unlock.go does, so that the next Upgrade or Rollback is not refused with "another operation
-// (install/upgrade/rollback) is in progress". Such a state is left by a process killed mid-operation.
-// It waits for any operation on the release in this process, so it never breaks a live one here.
-// No-op for any other state or a missing release.
-func (c *Client) Unlock(ctx context.Context, namespace, name string) error {
-	_, err := exclusive(ctx, c, namespace, name, "unlock", func() (struct{}, error) {
-		store := c.storage(ctx, namespace, c.helmLog(namespace, name))
-		rel, err := store.Last(name)
-		if errors.Is(err, driver.ErrReleaseNotFound) {
-			return struct{}{}, nil
-		}
-		if err != nil {
-			return struct{}{}, c.errorf(namespace, name, "unlock", err)
-		}
-		status := rel.Info.Status
-		if !status.IsPending() {
-			return struct{}{}, nil
-		}
-		rel.SetStatus(release.StatusFailed, fmt.Sprintf("Release unlocked from stale '%s' state", status))
-		if err := store.Update(rel); err != nil {
-			return struct{}{}, c.errorf(namespace, name, "unlock", err)
-		}
-		c.log.Info("unlocked release", zap.String("namespace", namespace), zap.String("release", name),
-			zap.Int("revision", rel.Version), zap.String("from", status.String()))
 		return struct{}{}, nil
 	})
 	return err

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/workflows"
 )
@@ -143,11 +144,11 @@ func (e *env) deploy(ctx context.Context, dc deployCase) (Result, *run, error) {
 		res.Ratio = ptr(round(res.FlotillaSeconds / *res.DirectSeconds, 2))
 	}
 	if os.Getenv("BENCH_TIMELINES") != "" {
-		_ = r.writeTimeline(ctx, workflows.GitRepoWorkflowID(dc.tag))
-		_ = r.writeTimeline(ctx, workflows.ClusterWorkflowID(dc.tag, clusters[0].Name))
-		_ = r.writeTimeline(ctx, workflows.ClusterWorkflowID(dc.tag, clusters[len(clusters)-1].Name))
+		_ = r.writeTimeline(ctx, api.GitRepoWorkflowID(dc.tag))
+		_ = r.writeTimeline(ctx, api.ClusterWorkflowID(dc.tag, clusters[0].Name))
+		_ = r.writeTimeline(ctx, api.ClusterWorkflowID(dc.tag, clusters[len(clusters)-1].Name))
 	}
-	if ev, runs, err := r.historyEvents(ctx, workflows.GitRepoWorkflowID(dc.tag)); err == nil {
+	if ev, runs, err := r.historyEvents(ctx, api.GitRepoWorkflowID(dc.tag)); err == nil {
 		res.GitRepoHistoryEvents, res.GitRepoRuns = ev, runs
 	}
 	if dc.killWorkerAfterFraction > 0 {
@@ -275,11 +276,11 @@ func (e *env) gitRepo50Bundles(ctx context.Context) (Result, error) {
 		return res, err
 	}
 	defer r.stop()
-	start, plan, err := r.activityCompletion(ctx, workflows.GitRepoWorkflowID(tag), "Plan")
+	start, plan, err := r.activityCompletion(ctx, api.GitRepoWorkflowID(tag), "Plan")
 	if err != nil {
 		return res, err
 	}
-	_, observed, err := r.activityCompletion(ctx, workflows.ClusterWorkflowID(tag, tag+"-0000"), "Observe")
+	_, observed, err := r.activityCompletion(ctx, api.ClusterWorkflowID(tag, tag+"-0000"), "Observe")
 	if err != nil {
 		return res, err
 	}

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/internal/tempdev"
 	"github.com/flotilla-gitops/flotilla/internal/workeropts"
 	"github.com/flotilla-gitops/flotilla/workflows"
@@ -93,7 +94,7 @@ func (e *env) orchestrationFloor(ctx context.Context, n int) (Result, error) {
 	res := Result{Experiment: "orchestration-floor", Clusters: n}
 	dir := filepath.Join(e.dir, "runs", fmt.Sprintf("floor%d", n))
 	tmp, err := tempdev.Start(ctx, tempdev.Options{Bin: filepath.Join(e.cfg.BinDir, "temporal"), Dir: filepath.Join(dir, "temporal"),
-		Headless: true, SearchAttributes: workflows.SearchAttributes, LogFile: filepath.Join(dir, "temporal.log"),
+		Headless: true, SearchAttributes: api.SearchAttributes, LogFile: filepath.Join(dir, "temporal.log"),
 		DynamicConfig: e.cfg.TemporalDynamicConfig})
 	if err != nil {
 		return res, err

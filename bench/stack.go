@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/internal/devenv"
 	"github.com/flotilla-gitops/flotilla/internal/localk8s"
@@ -180,7 +181,7 @@ type run struct {
 func (e *env) startRun(ctx context.Context, name string, clusters []benchCluster, labels map[string]string) (*run, error) {
 	r := &run{e: e, name: name, dir: filepath.Join(e.dir, "runs", name)}
 	tmp, err := tempdev.Start(ctx, tempdev.Options{Bin: filepath.Join(e.cfg.BinDir, "temporal"), Dir: filepath.Join(r.dir, "temporal"),
-		Headless: true, SearchAttributes: workflows.SearchAttributes, LogFile: filepath.Join(r.dir, "temporal.log"),
+		Headless: true, SearchAttributes: api.SearchAttributes, LogFile: filepath.Join(r.dir, "temporal.log"),
 		DynamicConfig: e.cfg.TemporalDynamicConfig})
 	if err != nil {
 		return nil, err
@@ -199,7 +200,7 @@ func (e *env) startRun(ctx context.Context, name string, clusters []benchCluster
 			Spec:     fleet.ClusterSpec{KubeConfigPath: bc.Kubeconfig, ConfineToNamespace: bc.Namespace},
 		})
 	}
-	if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: inventory.WorkflowID, TaskQueue: workflows.TaskQueue},
+	if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: api.InventoryWorkflowID, TaskQueue: api.TaskQueue},
 		workflows.InventoryWorkflow, workflows.InventoryInput{Inventory: &inv}); err != nil {
 		r.stop()
 		return nil, fmt.Errorf("starting the inventory with %d clusters: %w", len(clusters), err)
@@ -234,7 +235,7 @@ func (r *run) startWorker(ctx context.Context) error {
 
 // polled reports whether a worker process of the current generation polls the task queue.
 func (r *run) polled(ctx context.Context, t enumspb.TaskQueueType) bool {
-	resp, err := r.client.DescribeTaskQueue(ctx, workflows.TaskQueue, t)
+	resp, err := r.client.DescribeTaskQueue(ctx, api.TaskQueue, t)
 	if err != nil {
 		return false
 	}
@@ -270,8 +271,8 @@ func (r *run) stop() {
 // startGitRepo starts a GitRepo workflow as `flotilla apply` would.
 func (r *run) startGitRepo(ctx context.Context, in workflows.GitRepoInput) error {
 	_, err := r.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: workflows.GitRepoWorkflowID(in.Metadata.Name), TaskQueue: workflows.TaskQueue,
-	}, workflows.GitRepoWorkflowType, in)
+		ID: api.GitRepoWorkflowID(in.Metadata.Name), TaskQueue: api.TaskQueue,
+	}, api.GitRepoWorkflowType, in)
 	return err
 }
 
@@ -284,7 +285,7 @@ type readiness struct {
 // describe reads the GitRepo's published readiness from its latest run. It costs the worker nothing and is
 // no Temporal action: the search attributes are written in the same workflow task as the status changes.
 func (r *run) describe(ctx context.Context, gitRepo string) (readiness, error) {
-	resp, err := r.client.DescribeWorkflowExecution(ctx, workflows.GitRepoWorkflowID(gitRepo), "")
+	resp, err := r.client.DescribeWorkflowExecution(ctx, api.GitRepoWorkflowID(gitRepo), "")
 	if err != nil {
 		return readiness{}, err
 	}
@@ -304,10 +305,10 @@ func (r *run) describe(ctx context.Context, gitRepo string) (readiness, error) {
 }
 
 // status runs the GitRepo's status query.
-func (r *run) status(ctx context.Context, gitRepo string) (workflows.GitRepoStatus, error) {
+func (r *run) status(ctx context.Context, gitRepo string) (api.GitRepoStatus, error) {
 	r.queries.Add(1)
-	var st workflows.GitRepoStatus
-	v, err := r.client.QueryWorkflow(ctx, workflows.GitRepoWorkflowID(gitRepo), "", workflows.QueryStatus)
+	var st api.GitRepoStatus
+	v, err := r.client.QueryWorkflow(ctx, api.GitRepoWorkflowID(gitRepo), "", api.QueryStatus)
 	if err != nil {
 		return st, err
 	}

@@ -1,6 +1,7 @@
 // Package inventory is the durable list of clusters and cluster groups that GitRepos target.
 // It lives in a Temporal workflow (InventoryWorkflow), so it survives restarts and is visible in the Web UI;
 // this package holds its data types and the pure helpers shared by the workflow, the activities and the CLI.
+// The workflow's ID and message names are in api.
 package inventory
 
 import (
@@ -14,21 +15,6 @@ import (
 
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/fleet/target"
-)
-
-// Workflow identity and message names. They are contracts: the CLI and the activities use them.
-const (
-	WorkflowID   = "flotilla/inventory"
-	WorkflowType = "InventoryWorkflow"
-
-	UpdateUpsertCluster = "upsertCluster"
-	// UpdateAddCluster registers a new cluster and refuses to change one that exists (`flotilla cluster add`
-	// without --replace): replacing labels wholesale by re-running an add can untarget GitRepos.
-	UpdateAddCluster         = "addCluster"
-	UpdateRemoveCluster      = "removeCluster"
-	UpdateUpsertClusterGroup = "upsertClusterGroup"
-	UpdateRemoveClusterGroup = "removeClusterGroup"
-	QueryInventory           = "inventory"
 )
 
 // Inventory is every registered cluster and group. Generation increases on every change.

@@ -15,6 +15,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/inventory"
 	"github.com/flotilla-gitops/flotilla/workflows"
@@ -130,10 +131,10 @@ func applyDocument(ctx context.Context, c client.Client, d document) (string, er
 	case d.gitRepo != nil:
 		return applyGitRepo(ctx, c, *d.gitRepo)
 	case d.cluster != nil:
-		res, err := updateInventory(ctx, c, inventory.UpdateUpsertCluster, *d.cluster)
+		res, err := updateInventory(ctx, c, api.UpdateUpsertCluster, *d.cluster)
 		return changeMessage("cluster", d.name, res), err
 	default:
-		res, err := updateInventory(ctx, c, inventory.UpdateUpsertClusterGroup, *d.group)
+		res, err := updateInventory(ctx, c, api.UpdateUpsertClusterGroup, *d.group)
 		return changeMessage("clustergroup", d.name, res), err
 	}
 }
@@ -151,9 +152,9 @@ func applyGitRepo(ctx context.Context, c client.Client, gr fleet.GitRepo) (strin
 	if err := workflows.ValidateGitRepo(gr); err != nil {
 		return "", err
 	}
-	_, err := c.SignalWithStartWorkflow(ctx, workflows.GitRepoWorkflowID(gr.Metadata.Name), workflows.SignalSpec, gr,
+	_, err := c.SignalWithStartWorkflow(ctx, api.GitRepoWorkflowID(gr.Metadata.Name), api.SignalSpec, gr,
 		client.StartWorkflowOptions{
-			TaskQueue:     workflows.TaskQueue,
+			TaskQueue:     api.TaskQueue,
 			StaticSummary: "GitRepo " + gr.Metadata.Name + " from " + gr.Spec.Repo,
 		}, workflows.GitRepoWorkflow, workflows.GitRepoInput{GitRepo: gr})
 	if err != nil {
@@ -165,8 +166,8 @@ func applyGitRepo(ctx context.Context, c client.Client, gr fleet.GitRepo) (strin
 // updateInventory runs a validated update on the inventory workflow, starting it if needed.
 func updateInventory(ctx context.Context, c client.Client, update string, arg any) (inventory.ChangeResult, error) {
 	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                       inventory.WorkflowID,
-		TaskQueue:                workflows.TaskQueue,
+		ID:                       api.InventoryWorkflowID,
+		TaskQueue:                api.TaskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		StaticSummary:            "Flotilla cluster inventory",
 	}, workflows.InventoryWorkflow, workflows.InventoryInput{})
@@ -174,7 +175,7 @@ func updateInventory(ctx context.Context, c client.Client, update string, arg an
 		return inventory.ChangeResult{}, fmt.Errorf("starting the inventory: %w", err)
 	}
 	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID:   inventory.WorkflowID,
+		WorkflowID:   api.InventoryWorkflowID,
 		UpdateName:   update,
 		Args:         []any{arg},
 		WaitForStage: client.WorkflowUpdateStageCompleted,

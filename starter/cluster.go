@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
+	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/inventory"
 )
@@ -83,9 +84,9 @@ func newClusterAddCmd(g *globals) *cobra.Command {
 			defer cl.Close()
 			ctx, cancel := g.ctx()
 			defer cancel()
-			update := inventory.UpdateAddCluster
+			update := api.UpdateAddCluster
 			if replace {
-				update = inventory.UpdateUpsertCluster
+				update = api.UpdateUpsertCluster
 			}
 			res, err := updateInventory(ctx, cl, update, c)
 			if err != nil {
@@ -117,7 +118,7 @@ func newClusterListCmd(g *globals) *cobra.Command {
 			defer cl.Close()
 			ctx, cancel := g.ctx()
 			defer cancel()
-			v, err := cl.QueryWorkflow(ctx, inventory.WorkflowID, "", inventory.QueryInventory)
+			v, err := cl.QueryWorkflow(ctx, api.InventoryWorkflowID, "", api.QueryInventory)
 			if err != nil {
 				return fmt.Errorf("reading the inventory: %w", err)
 			}
@@ -153,7 +154,7 @@ func newClusterRemoveCmd(g *globals) *cobra.Command {
 			defer cl.Close()
 			ctx, cancel := g.ctx()
 			defer cancel()
-			res, err := updateInventory(ctx, cl, inventory.UpdateRemoveCluster, inventory.RemoveInput{Name: args[0]})
+			res, err := updateInventory(ctx, cl, api.UpdateRemoveCluster, inventory.RemoveInput{Name: args[0]})
 			if err != nil {
 				return err
 			}

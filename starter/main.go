@@ -12,8 +12,8 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
+	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/internal/searchattr"
-	"github.com/flotilla-gitops/flotilla/workflows"
 )
 
 // exitError carries a specific exit code (e.g. 3: not ready before --timeout).
@@ -89,7 +89,7 @@ func (g *globals) dialGitRepos() (client.Client, error) {
 	}
 	ctx, cancel := g.ctx()
 	defer cancel()
-	if err := searchattr.Check(ctx, searchattr.Service{Client: c.OperatorService()}, g.namespace, workflows.SearchAttributes); err != nil {
+	if err := searchattr.Check(ctx, searchattr.Service{Client: c.OperatorService()}, g.namespace, api.SearchAttributes); err != nil {
 		c.Close()
 		return nil, err
 	}

@@ -11,12 +11,12 @@ import (
 	"go.temporal.io/sdk/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/fleet/plan"
 	"github.com/flotilla-gitops/flotilla/fleet/render"
 	"github.com/flotilla-gitops/flotilla/internal/gitcache"
 	"github.com/flotilla-gitops/flotilla/inventory"
-	"github.com/flotilla-gitops/flotilla/workflows"
 )
 
 // renderGitRepo previews a running GitRepo at its current commit for every cluster of the inventory it
@@ -117,7 +117,7 @@ func readGitRepo(g *globals, c client.Client, name string) (fleet.GitRepo, strin
 	var inv inventory.Inventory
 	ctx, cancel := g.ctx()
 	defer cancel()
-	v, err := c.QueryWorkflow(ctx, workflows.GitRepoWorkflowID(name), "", workflows.QuerySpec)
+	v, err := c.QueryWorkflow(ctx, api.GitRepoWorkflowID(name), "", api.QuerySpec)
 	if err != nil {
 		return gr, "", inv, fmt.Errorf("gitrepo %q: reading its spec: %w", name, err)
 	}
@@ -135,7 +135,7 @@ func readGitRepo(g *globals, c client.Client, name string) (fleet.GitRepo, strin
 		}
 		return gr, "", inv, fmt.Errorf("gitrepo %q: %s", name, msg)
 	}
-	v, err = c.QueryWorkflow(ctx, inventory.WorkflowID, "", inventory.QueryInventory)
+	v, err = c.QueryWorkflow(ctx, api.InventoryWorkflowID, "", api.QueryInventory)
 	if err != nil {
 		return gr, "", inv, fmt.Errorf("reading the inventory: %w", err)
 	}

@@ -12,12 +12,12 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
-	"github.com/flotilla-gitops/flotilla/workflows"
+	"github.com/flotilla-gitops/flotilla/api"
 )
 
-func queryStatus(ctx context.Context, c client.Client, name string) (workflows.GitRepoStatus, error) {
-	var st workflows.GitRepoStatus
-	v, err := c.QueryWorkflow(ctx, workflows.GitRepoWorkflowID(name), "", workflows.QueryStatus)
+func queryStatus(ctx context.Context, c client.Client, name string) (api.GitRepoStatus, error) {
+	var st api.GitRepoStatus
+	v, err := c.QueryWorkflow(ctx, api.GitRepoWorkflowID(name), "", api.QueryStatus)
 	if err != nil {
 		return st, fmt.Errorf("gitrepo %q: %w", name, err)
 	}
@@ -81,11 +81,11 @@ func newStatusCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func allReady(st workflows.GitRepoStatus) bool {
+func allReady(st api.GitRepoStatus) bool {
 	return st.Commit != "" && st.DesiredReadyClusters > 0 && st.ReadyClusters == st.DesiredReadyClusters && st.Error == "" && st.Held == ""
 }
 
-func progressLine(st workflows.GitRepoStatus) string {
+func progressLine(st api.GitRepoStatus) string {
 	return fmt.Sprintf("%s: %s (commit %s)", st.Name, st.Message, shortCommit(st.Commit))
 }
 
@@ -96,7 +96,7 @@ func shortCommit(c string) string {
 	return c
 }
 
-func printStatus(w io.Writer, format string, st workflows.GitRepoStatus) error {
+func printStatus(w io.Writer, format string, st api.GitRepoStatus) error {
 	if format != "table" && format != "" {
 		return printStructured(w, format, st)
 	}
@@ -134,7 +134,7 @@ func newGetCmd(g *globals) *cobra.Command {
 			ctx, cancel := g.ctx()
 			defer cancel()
 			resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-				Query: "WorkflowType = 'GitRepoWorkflow' AND ExecutionStatus = 'Running'",
+				Query: "WorkflowType = '" + api.GitRepoWorkflowType + "' AND ExecutionStatus = 'Running'",
 			})
 			if err != nil {
 				return err
@@ -157,8 +157,8 @@ func newGetCmd(g *globals) *cobra.Command {
 					}
 					return s
 				}
-				rows = append(rows, row{Name: get("FlotillaGitRepo"), Repo: get("FlotillaRepo"), State: get("FlotillaState"),
-					Ready: get("FlotillaReady"), Commit: get("FlotillaCommit")})
+				rows = append(rows, row{Name: get(api.SearchAttrGitRepo), Repo: get(api.SearchAttrRepo), State: get(api.SearchAttrState),
+					Ready: get(api.SearchAttrReady), Commit: get(api.SearchAttrCommit)})
 			}
 			if g.output != "table" && g.output != "" {
 				return printStructured(cmd.OutOrStdout(), g.output, rows)
@@ -179,10 +179,10 @@ func newGetCmd(g *globals) *cobra.Command {
 type signalKind string
 
 const (
-	signalSync   signalKind = workflows.SignalSync
-	signalPause  signalKind = workflows.SignalPause
-	signalResume signalKind = workflows.SignalResume
-	signalDelete signalKind = workflows.SignalDelete
+	signalSync   signalKind = api.SignalSync
+	signalPause  signalKind = api.SignalPause
+	signalResume signalKind = api.SignalResume
+	signalDelete signalKind = api.SignalDelete
 )
 
 func newSignalCmd(g *globals, verb, short string, sig signalKind) *cobra.Command {
@@ -198,7 +198,7 @@ func newSignalCmd(g *globals, verb, short string, sig signalKind) *cobra.Command
 			defer c.Close()
 			ctx, cancel := g.ctx()
 			defer cancel()
-			if err := c.SignalWorkflow(ctx, workflows.GitRepoWorkflowID(args[0]), "", string(sig), nil); err != nil {
+			if err := c.SignalWorkflow(ctx, api.GitRepoWorkflowID(args[0]), "", string(sig), nil); err != nil {
 				return fmt.Errorf("gitrepo %q: %w", args[0], err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "gitrepo/%s: %s requested\n", args[0], verb)

@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
-	"github.com/flotilla-gitops/flotilla/workflows"
+	"github.com/flotilla-gitops/flotilla/api"
 )
 
 // newSyncCmd polls a GitRepo now; with --allow-removal it first approves the plan the GitRepo holds
@@ -33,13 +33,13 @@ func newSyncCmd(g *globals) *cobra.Command {
 			ctx, cancel := g.ctx()
 			defer cancel()
 			h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-				WorkflowID: workflows.GitRepoWorkflowID(args[0]), UpdateName: workflows.UpdateApproveRemoval,
-				Args: []any{workflows.ApproveRemovalInput{Commit: commit}}, WaitForStage: client.WorkflowUpdateStageCompleted,
+				WorkflowID: api.GitRepoWorkflowID(args[0]), UpdateName: api.UpdateApproveRemoval,
+				Args: []any{api.ApproveRemovalInput{Commit: commit}}, WaitForStage: client.WorkflowUpdateStageCompleted,
 			})
 			if err != nil {
 				return fmt.Errorf("gitrepo %q: %w", args[0], err)
 			}
-			var res workflows.ApproveRemovalResult
+			var res api.ApproveRemovalResult
 			if err := h.Get(ctx, &res); err != nil {
 				return fmt.Errorf("gitrepo %q: %w", args[0], err)
 			}

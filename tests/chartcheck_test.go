@@ -7,9 +7,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/internal/localk8s"
 	"github.com/flotilla-gitops/flotilla/tests/harness"
-	"github.com/flotilla-gitops/flotilla/workflows"
 )
 
 // A chart template that would take gigabytes to render is refused by the render check before Helm
@@ -30,17 +30,17 @@ func TestAChartTemplateBombIsRefusedAndTheWorkerStaysUp(t *testing.T) {
 	s.AddCluster("test", "a", nil, nil)
 	s.Apply(harness.GitRepoYAML("shop", repo.URL(), "  paths: [web, bomb]\n  targets: [{clusterName: test}]\n"))
 
-	bundle := func(c workflows.ClusterStatus, name string) workflows.BundleStatus {
+	bundle := func(c api.ClusterStatus, name string) api.BundleStatus {
 		for _, b := range c.Bundles {
 			if b.Name == name {
 				return b
 			}
 		}
-		return workflows.BundleStatus{}
+		return api.BundleStatus{}
 	}
-	st := s.WaitStatus("shop", 3*time.Minute, "web Ready and the bomb refused", func(st workflows.GitRepoStatus) bool {
+	st := s.WaitStatus("shop", 3*time.Minute, "web Ready and the bomb refused", func(st api.GitRepoStatus) bool {
 		c, ok := harness.Cluster(st, "test")
-		return ok && bundle(c, "shop-web").State == workflows.StateReady && bundle(c, "shop-bomb").State == workflows.StateErrApplied
+		return ok && bundle(c, "shop-web").State == api.StateReady && bundle(c, "shop-bomb").State == api.StateErrApplied
 	})
 	c, _ := harness.Cluster(st, "test")
 	require.Contains(t, bundle(c, "shop-bomb").Message, `chart "bomb": rendering exceeded the 1 GiB memory limit for chart templates`)

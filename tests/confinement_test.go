@@ -8,10 +8,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/internal/devenv"
 	"github.com/flotilla-gitops/flotilla/internal/localk8s"
 	"github.com/flotilla-gitops/flotilla/tests/harness"
-	"github.com/flotilla-gitops/flotilla/workflows"
 )
 
 // Anyone who can push to a watched repository must not be able to read the worker's disk. The probe that
@@ -45,14 +45,14 @@ func TestARepositoryCannotReadTheWorkersFilesThroughChainedSymlinks(t *testing.T
 	s.AddCluster("a", "a", nil, nil)
 	s.Apply(harness.GitRepoYAML("chain", repo.URL(), "  targets: [{clusterName: a}]\n"))
 
-	st := s.WaitStatus("chain", 2*time.Minute, "good Ready, the linked bundles failed", func(st workflows.GitRepoStatus) bool {
+	st := s.WaitStatus("chain", 2*time.Minute, "good Ready, the linked bundles failed", func(st api.GitRepoStatus) bool {
 		c, ok := harness.Cluster(st, "a")
 		if !ok || len(c.Bundles) != 3 {
 			return false
 		}
 		failed := 0
 		for _, b := range c.Bundles {
-			if b.Name == "good" && b.State != workflows.StateReady {
+			if b.Name == "good" && b.State != api.StateReady {
 				return false
 			}
 			if b.Name != "good" && b.Message != "" {

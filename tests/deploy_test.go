@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
 
+	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/internal/localk8s"
 	"github.com/flotilla-gitops/flotilla/tests/harness"
-	"github.com/flotilla-gitops/flotilla/workflows"
 )
 
 // The example GitRepo of `make up` lands on three clusters, each with its own templated values.
@@ -40,7 +40,7 @@ func TestExampleGitRepoDeploysToThreeClustersWithTheirOwnValues(t *testing.T) {
 
 	st := s.WaitStatus("example", 3*time.Minute, "every cluster Ready", harness.AllReady)
 	require.Equal(t, 3, st.DesiredReadyClusters)
-	require.Equal(t, workflows.Summary{DesiredReady: 9, Ready: 9}, st.Summary, "3 bundles × 3 clusters")
+	require.Equal(t, api.Summary{DesiredReady: 9, Ready: 9}, st.Summary, "3 bundles × 3 clusters")
 	require.ElementsMatch(t, []string{"example-guestbook", "example-config", "example-podinfo-kustomize"}, st.Bundles)
 
 	for _, e := range envs {
@@ -92,10 +92,10 @@ helm:
   - clusterSelector: {matchLabels: {region: edge}}
 `))
 
-	st := s.WaitStatus("edges", 2*time.Minute, "edge-1 Ready and edge-2 failed", func(st workflows.GitRepoStatus) bool {
+	st := s.WaitStatus("edges", 2*time.Minute, "edge-1 Ready and edge-2 failed", func(st api.GitRepoStatus) bool {
 		one, _ := harness.Cluster(st, "edge-1")
 		two, _ := harness.Cluster(st, "edge-2")
-		return one.State == workflows.StateReady && two.State == workflows.StateErrApplied
+		return one.State == api.StateReady && two.State == api.StateErrApplied
 	})
 	require.Equal(t, 1, st.ReadyClusters)
 	require.Equal(t, 2, st.DesiredReadyClusters)
@@ -125,12 +125,12 @@ helm:
 	require.Equal(t, "edge-2.example.com", s.ConfigMapData("b", "web", "web")["fqdn"])
 	// These histories are the replay fixtures of the current workflow shape. A cluster workflow started by
 	// the GitRepo knows its shape from its input: no version marker, so no TemporalChangeVersion write.
-	markers := s.MarkerNames(workflows.ClusterWorkflowID("edges", "edge-2"))
+	markers := s.MarkerNames(api.ClusterWorkflowID("edges", "edge-2"))
 	require.NotEmpty(t, markers, "observations are local activity markers")
 	require.NotContains(t, markers, "Version")
 	s.RecordHistories(map[string]string{
-		"gitrepo-missing-value.json": workflows.GitRepoWorkflowID("edges"),
-		"cluster-missing-value.json": workflows.ClusterWorkflowID("edges", "edge-2"),
+		"gitrepo-missing-value.json": api.GitRepoWorkflowID("edges"),
+		"cluster-missing-value.json": api.ClusterWorkflowID("edges", "edge-2"),
 		"inventory.json":             "flotilla/inventory",
 	})
 }
@@ -146,12 +146,12 @@ func TestNewCommitDeploysAtNextPollAndUnchangedCommitChangesNothing(t *testing.T
 	s.AddCluster("a", "a", map[string]string{"env": "dev"}, nil)
 	s.Apply(harness.GitRepoYAML("polling", repo.URL(), "  paths: [app]\n  targets: [{clusterName: a}]\n"))
 	first := s.WaitStatus("polling", 2*time.Minute, "Ready", harness.AllReady)
-	id := workflows.GitRepoWorkflowID("polling")
+	id := api.GitRepoWorkflowID("polling")
 
 	// Several polls of the same commit.
 	polled := first.LastPolled
 	for i := 0; i < 4; i++ {
-		st := s.WaitStatus("polling", time.Minute, "another poll", func(st workflows.GitRepoStatus) bool { return st.LastPolled.After(polled) })
+		st := s.WaitStatus("polling", time.Minute, "another poll", func(st api.GitRepoStatus) bool { return st.LastPolled.After(polled) })
 		polled = st.LastPolled
 	}
 	require.Equal(t, 1, s.ActivityCount(id, "Plan"), "an unchanged commit is never planned (cloned) again")
@@ -159,7 +159,7 @@ func TestNewCommitDeploysAtNextPollAndUnchangedCommitChangesNothing(t *testing.T
 	require.Len(t, s.History("a", "app", "polling-app"), 1, "no new Helm revision for an unchanged commit")
 
 	head := repo.Commit(map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  version: two\n"}, "two")
-	s.WaitStatus("polling", time.Minute, "the new commit Ready", func(st workflows.GitRepoStatus) bool {
+	s.WaitStatus("polling", time.Minute, "the new commit Ready", func(st api.GitRepoStatus) bool {
 		return st.Commit == head && harness.AllReady(st)
 	})
 	require.Equal(t, "two", s.ConfigMapData("a", "app", "app")["version"])

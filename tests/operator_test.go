@@ -18,9 +18,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/internal/localk8s"
 	"github.com/flotilla-gitops/flotilla/tests/harness"
-	"github.com/flotilla-gitops/flotilla/workflows"
 )
 
 const configMapV = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  v: %q\n"
@@ -127,8 +127,8 @@ spec:
 	s.CLIRun("pause", "ops")
 	second := repo.Commit(map[string]string{"app/cm.yaml": fmt.Sprintf(configMapV, "2")}, "v2")
 	s.CLIRun("sync", "ops")
-	st := s.WaitStatus("ops", time.Minute, "OutOfSync while paused", func(st workflows.GitRepoStatus) bool {
-		return st.Commit == second && st.State == workflows.StateOutOfSync
+	st := s.WaitStatus("ops", time.Minute, "OutOfSync while paused", func(st api.GitRepoStatus) bool {
+		return st.Commit == second && st.State == api.StateOutOfSync
 	})
 	require.Contains(t, st.Clusters[0].Message, "paused at commit")
 	require.Equal(t, "1", s.ConfigMapData("one", "default", "app")["v"])
@@ -142,11 +142,11 @@ spec:
 	// sync polls at once, although the interval is an hour.
 	third := repo.Commit(map[string]string{"app/cm.yaml": fmt.Sprintf(configMapV, "3")}, "v3")
 	s.CLIRun("sync", "ops")
-	s.WaitStatus("ops", time.Minute, "v3 after sync", func(st workflows.GitRepoStatus) bool { return st.Commit == third && harness.AllReady(st) })
+	s.WaitStatus("ops", time.Minute, "v3 after sync", func(st api.GitRepoStatus) bool { return st.Commit == third && harness.AllReady(st) })
 
 	// Removing a cluster from the inventory drops it from the GitRepo.
 	s.CLIRun("cluster", "remove", "two")
-	s.WaitStatus("ops", time.Minute, "one cluster left", func(st workflows.GitRepoStatus) bool {
+	s.WaitStatus("ops", time.Minute, "one cluster left", func(st api.GitRepoStatus) bool {
 		return st.DesiredReadyClusters == 1 && harness.AllReady(st)
 	})
 	require.NotContains(t, s.CLIRun("cluster", "list"), "two")
@@ -203,7 +203,7 @@ func TestWebUIListsGitReposAndTheirClusters(t *testing.T) {
 	temporal := filepath.Join(harness.BinDir(), "temporal")
 	update := func(input string) (string, error) {
 		out, err := exec.Command(temporal, "workflow", "update", "execute", "--address", s.Temporal.Address(),
-			"--workflow-id", "gitrepo/shop", "--name", workflows.UpdateSetPollingInterval, "--input", input).CombinedOutput()
+			"--workflow-id", "gitrepo/shop", "--name", api.UpdateSetPollingInterval, "--input", input).CombinedOutput()
 		return string(out), err
 	}
 	out, err := update(`{"pollingInterval":"soon"}`)
@@ -211,7 +211,7 @@ func TestWebUIListsGitReposAndTheirClusters(t *testing.T) {
 	require.Contains(t, out, `not a duration`)
 	out, err = update(`{"pollingInterval":"2m"}`)
 	require.NoError(t, err, out)
-	st = s.WaitStatus("shop", time.Minute, "the new interval", func(st workflows.GitRepoStatus) bool { return st.PollingInterval == "2m0s" })
+	st = s.WaitStatus("shop", time.Minute, "the new interval", func(st api.GitRepoStatus) bool { return st.PollingInterval == "2m0s" })
 	require.WithinDuration(t, st.LastPolled.Add(2*time.Minute), st.NextPoll, 13*time.Second, "next poll follows the new interval (plus ≤10%% jitter)")
 }
 

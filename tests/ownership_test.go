@@ -11,21 +11,21 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 
 	"github.com/flotilla-gitops/flotilla/agentclient"
+	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/internal/localk8s"
 	"github.com/flotilla-gitops/flotilla/tests/harness"
-	"github.com/flotilla-gitops/flotilla/workflows"
 )
 
 // bundleFailing is a condition on a GitRepo's status: the bundle on the cluster is ErrApplied with a
 // message containing want.
-func bundleFailing(cluster, bundle, want string) func(workflows.GitRepoStatus) bool {
-	return func(st workflows.GitRepoStatus) bool {
+func bundleFailing(cluster, bundle, want string) func(api.GitRepoStatus) bool {
+	return func(st api.GitRepoStatus) bool {
 		c, ok := harness.Cluster(st, cluster)
 		if !ok {
 			return false
 		}
 		for _, b := range c.Bundles {
-			if b.Name == bundle && b.State == workflows.StateErrApplied && strings.Contains(b.Message, want) {
+			if b.Name == bundle && b.State == api.StateErrApplied && strings.Contains(b.Message, want) {
 				return true
 			}
 		}
@@ -79,7 +79,7 @@ func TestOneGitRepoNeverTakesOverAnothersRelease(t *testing.T) {
 	require.Equal(t, "shop", s.ConfigMapData("k", "web", "app")["v"])
 }
 
-func mustStatus(t *testing.T, s *harness.Stack, name string) workflows.GitRepoStatus {
+func mustStatus(t *testing.T, s *harness.Stack, name string) api.GitRepoStatus {
 	st, err := s.Status(name)
 	require.NoError(t, err)
 	return st

@@ -7,9 +7,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/internal/localk8s"
 	"github.com/flotilla-gitops/flotilla/tests/harness"
-	"github.com/flotilla-gitops/flotilla/workflows"
 )
 
 // releaseGone is a condition: the GitRepo has no release of that name on the backing cluster.
@@ -43,7 +43,7 @@ func TestWhatLeavesAClusterIsUninstalledAndOnlyThat(t *testing.T) {
 		"README.md":       "# fleet\n",
 	})
 	s.Apply(harness.GitRepoYAML("shop", repo.URL(), "  targets: [{clusterName: one}]\n"))
-	s.WaitStatus("shop", 2*time.Minute, "Ready on both clusters", func(st workflows.GitRepoStatus) bool {
+	s.WaitStatus("shop", 2*time.Minute, "Ready on both clusters", func(st api.GitRepoStatus) bool {
 		return harness.AllReady(st) && st.DesiredReadyClusters == 2
 	})
 	require.Contains(t, s.Releases("one", "shop"), "shop-api")
@@ -57,7 +57,7 @@ func TestWhatLeavesAClusterIsUninstalledAndOnlyThat(t *testing.T) {
 	// edge's fleet.yaml stops loading: it stays where it ran, cluster two, which only its overrideTargets
 	// reach, with its error and the release it has; web moves on to the new commit.
 	bad := repo.Commit(map[string]string{"edge/fleet.yaml": edge + "helm:\n  relaseName: edge\n"}, "typo")
-	s.WaitStatus("shop", 2*time.Minute, "edge failing on two at the new commit", func(st workflows.GitRepoStatus) bool {
+	s.WaitStatus("shop", 2*time.Minute, "edge failing on two at the new commit", func(st api.GitRepoStatus) bool {
 		return st.Commit == bad && bundleFailing("two", "shop-edge", `edge/fleet.yaml: line 4: unknown key "relaseName"`)(st)
 	})
 	require.Contains(t, s.Releases("two", "shop"), "shop-edge")
@@ -72,10 +72,10 @@ func TestWhatLeavesAClusterIsUninstalledAndOnlyThat(t *testing.T) {
 
 	// A commit that leaves only the README: held, nothing uninstalled, until approved.
 	empty := repo.Commit(map[string]string{"edge/fleet.yaml": "", "edge/cm.yaml": "", "web/fleet.yaml": "", "web/cm.yaml": ""}, "oops")
-	st := s.WaitStatus("shop", 2*time.Minute, "the plan held", func(st workflows.GitRepoStatus) bool { return st.Held != "" })
+	st := s.WaitStatus("shop", 2*time.Minute, "the plan held", func(st api.GitRepoStatus) bool { return st.Held != "" })
 	require.Contains(t, st.Held, "commit "+empty[:12]+" has no bundles under the GitRepo's paths")
 	require.Contains(t, st.Message, "flotilla sync shop --allow-removal")
-	require.NotEqual(t, workflows.StateReady, st.State)
+	require.NotEqual(t, api.StateReady, st.State)
 	require.NotEqual(t, empty, st.Commit, "the clusters keep the commit before it")
 	require.Contains(t, s.Releases("two", "shop"), "shop-edge")
 	_, stderr, code := runCLI(t, s, "status", "shop", "--wait", "--timeout", "1s")
@@ -83,7 +83,7 @@ func TestWhatLeavesAClusterIsUninstalledAndOnlyThat(t *testing.T) {
 
 	s.CLIRun("sync", "shop", "--allow-removal", "--commit", empty[:8])
 	require.Eventually(t, s.NoReleases("two", "shop"), 2*time.Minute, 200*time.Millisecond, "approved: edge uninstalled")
-	s.WaitStatus("shop", 2*time.Minute, "the approved commit", func(st workflows.GitRepoStatus) bool {
+	s.WaitStatus("shop", 2*time.Minute, "the approved commit", func(st api.GitRepoStatus) bool {
 		return st.Commit == empty && st.Held == ""
 	})
 }

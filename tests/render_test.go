@@ -11,9 +11,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/internal/localk8s"
 	"github.com/flotilla-gitops/flotilla/tests/harness"
-	"github.com/flotilla-gitops/flotilla/workflows"
 )
 
 // renderCLI runs `bin/flotilla render ...` against the stack and returns stdout, stderr and the exit code.
@@ -57,7 +57,7 @@ helm:
   targets:
   - clusterSelector: {matchLabels: {region: edge}}
 `))
-	st := s.WaitStatus("edges", 2*time.Minute, "planned on both clusters", func(st workflows.GitRepoStatus) bool {
+	st := s.WaitStatus("edges", 2*time.Minute, "planned on both clusters", func(st api.GitRepoStatus) bool {
 		return st.Commit != "" && st.DesiredReadyClusters == 2
 	})
 
@@ -83,9 +83,9 @@ helm:
 	require.Contains(t, stderr, `PASS cluster "edge-1"`)
 
 	// The render agrees with what the worker deployed from the same commit.
-	s.WaitStatus("edges", 2*time.Minute, "edge-1 Ready", func(st workflows.GitRepoStatus) bool {
+	s.WaitStatus("edges", 2*time.Minute, "edge-1 Ready", func(st api.GitRepoStatus) bool {
 		one, _ := harness.Cluster(st, "edge-1")
-		return one.State == workflows.StateReady
+		return one.State == api.StateReady
 	})
 	require.Equal(t, "edge-1.example.com", s.ConfigMapData("a", "web", "web")["fqdn"])
 	require.NotEmpty(t, st.Commit)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/internal/devenv"
 	"github.com/flotilla-gitops/flotilla/internal/localk8s"
@@ -62,13 +63,13 @@ func TestWorkerKilledMidFanOutConvergesWithoutExtraRevisions(t *testing.T) {
 		} else {
 			head = repo.Commit(configMapBundles(bundles, version), "two")
 		}
-		st := s.WaitStatus("crash", 2*time.Minute, "the first cluster done", func(st workflows.GitRepoStatus) bool {
+		st := s.WaitStatus("crash", 2*time.Minute, "the first cluster done", func(st api.GitRepoStatus) bool {
 			if head != "" && st.Commit != head {
 				return false
 			}
 			done := 0
 			for _, c := range st.Clusters {
-				if c.State == workflows.StateReady && (head == "" || c.Commit == head) {
+				if c.State == api.StateReady && (head == "" || c.Commit == head) {
 					done++
 				}
 			}
@@ -77,7 +78,7 @@ func TestWorkerKilledMidFanOutConvergesWithoutExtraRevisions(t *testing.T) {
 		require.Less(t, st.ReadyClusters, len(backing), "the worker is killed in the middle of the fan-out")
 		s.KillWorker()
 		s.StartWorker()
-		st = s.WaitStatus("crash", 3*time.Minute, "every cluster Ready after the restart", func(st workflows.GitRepoStatus) bool {
+		st = s.WaitStatus("crash", 3*time.Minute, "every cluster Ready after the restart", func(st api.GitRepoStatus) bool {
 			return harness.AllReady(st) && (head == "" || st.Commit == head)
 		})
 		require.Equal(t, len(backing)*bundles, st.Summary.Ready)
@@ -115,7 +116,7 @@ func TestBadBundlesFailAloneWithClearErrors(t *testing.T) {
 	s.AddCluster("a", "a", map[string]string{"env": "dev"}, nil)
 	s.Apply(harness.GitRepoYAML("bad", repo.URL(), "  targets: [{clusterName: a}]\n"))
 
-	st := s.WaitStatus("bad", 2*time.Minute, "good Ready, the rest failed", func(st workflows.GitRepoStatus) bool {
+	st := s.WaitStatus("bad", 2*time.Minute, "good Ready, the rest failed", func(st api.GitRepoStatus) bool {
 		c, ok := harness.Cluster(st, "a")
 		if !ok {
 			return false
@@ -124,7 +125,7 @@ func TestBadBundlesFailAloneWithClearErrors(t *testing.T) {
 		for _, b := range c.Bundles {
 			states[b.Name] = b.State
 		}
-		return states["good"] == workflows.StateReady && len(states) == 7 && st.Summary.ErrApplied == 6
+		return states["good"] == api.StateReady && len(states) == 7 && st.Summary.ErrApplied == 6
 	})
 	c, _ := harness.Cluster(st, "a")
 	msgs := map[string]string{}
@@ -154,10 +155,10 @@ func TestUnreachableClusterRetriesAlone(t *testing.T) {
 	require.NoError(t, s.K8s.StopAPIServer("down"))
 	s.Apply(harness.GitRepoYAML("reach", repo.URL(), "  targets: [{clusterSelector: {matchLabels: {env: x}}}]\n"))
 
-	st := s.WaitStatus("reach", 2*time.Minute, "up Ready, down unreachable", func(st workflows.GitRepoStatus) bool {
+	st := s.WaitStatus("reach", 2*time.Minute, "up Ready, down unreachable", func(st api.GitRepoStatus) bool {
 		up, _ := harness.Cluster(st, "up")
 		down, ok := harness.Cluster(st, "down")
-		return up.State == workflows.StateReady && ok && !down.Reachable && down.State == workflows.StateErrApplied
+		return up.State == api.StateReady && ok && !down.Reachable && down.State == api.StateErrApplied
 	})
 	down, _ := harness.Cluster(st, "down")
 	require.Contains(t, down.Message, "unreachable")
@@ -179,15 +180,15 @@ func TestVanishedRepositoryDeletesNothing(t *testing.T) {
 
 	moved := repo.Dir + "-away"
 	require.NoError(t, os.Rename(repo.Dir, moved))
-	st := s.WaitStatus("vanish", time.Minute, "a repository error", func(st workflows.GitRepoStatus) bool { return st.Error != "" })
+	st := s.WaitStatus("vanish", time.Minute, "a repository error", func(st api.GitRepoStatus) bool { return st.Error != "" })
 	require.Contains(t, st.Error, "repository")
-	require.Equal(t, workflows.StateErrApplied, st.State)
+	require.Equal(t, api.StateErrApplied, st.State)
 	for i, polled := 0, st.LastPolled; i < 3; i++ { // several failing polls
-		polled = s.WaitStatus("vanish", time.Minute, "another poll", func(st workflows.GitRepoStatus) bool { return st.LastPolled.After(polled) }).LastPolled
+		polled = s.WaitStatus("vanish", time.Minute, "another poll", func(st api.GitRepoStatus) bool { return st.LastPolled.After(polled) }).LastPolled
 	}
 	require.Len(t, s.Releases("a", "vanish"), 1, "a failed listing never uninstalls")
 	require.Equal(t, "1", s.ConfigMapData("a", "default", "app")["v"])
 
 	require.NoError(t, os.Rename(moved, repo.Dir))
-	s.WaitStatus("vanish", time.Minute, "Ready again", func(st workflows.GitRepoStatus) bool { return st.Error == "" && harness.AllReady(st) })
+	s.WaitStatus("vanish", time.Minute, "Ready again", func(st api.GitRepoStatus) bool { return st.Error == "" && harness.AllReady(st) })
 }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/internal/localk8s"
 	"github.com/flotilla-gitops/flotilla/tests/harness"
@@ -51,7 +52,7 @@ func seedGitRepo(repo string, correct bool) workflows.GitRepoInput {
 		Flotilla: &workflows.RunOptions{CheckInterval: "1s", ResyncInterval: "3s"}}
 }
 
-func seedCluster(st workflows.GitRepoStatus) workflows.ClusterStatus {
+func seedCluster(st api.GitRepoStatus) api.ClusterStatus {
 	c, _ := harness.Cluster(st, "a")
 	return c
 }
@@ -63,7 +64,7 @@ func TestDeletedAndModifiedObjectsAreReportedThenCorrected(t *testing.T) {
 	repo := s.NewRepo(seedBundle())
 	s.AddCluster("a", "a", nil, nil)
 	s.StartGitRepo(seedGitRepo(repo.URL(), false))
-	st := s.WaitStatus("seed", 2*time.Minute, "11/11 ready", func(st workflows.GitRepoStatus) bool {
+	st := s.WaitStatus("seed", 2*time.Minute, "11/11 ready", func(st api.GitRepoStatus) bool {
 		return harness.AllReady(st) && st.ResourceCounts.Ready == 11
 	})
 	require.Equal(t, 11, st.ResourceCounts.DesiredReady)
@@ -71,19 +72,19 @@ func TestDeletedAndModifiedObjectsAreReportedThenCorrected(t *testing.T) {
 	ctx := context.Background()
 	kube := s.Kube("a")
 	require.NoError(t, kube.CoreV1().ConfigMaps("seed").Delete(ctx, "cm-5", metav1.DeleteOptions{}))
-	st = s.WaitStatus("seed", time.Minute, "cm-5 missing", func(st workflows.GitRepoStatus) bool {
+	st = s.WaitStatus("seed", time.Minute, "cm-5 missing", func(st api.GitRepoStatus) bool {
 		return st.ResourceCounts.Missing == 1
 	})
 	c := seedCluster(st)
 	require.Equal(t, 11, c.ResourceCounts.DesiredReady, "desiredReady counts the missing object")
 	require.Equal(t, 10, c.ResourceCounts.Ready)
-	require.Equal(t, workflows.StateModified, c.State, "the cluster is not Ready")
+	require.Equal(t, api.StateModified, c.State, "the cluster is not Ready")
 	require.Contains(t, c.Message, "configmap seed/cm-5 missing")
 	require.Equal(t, 0, st.ReadyClusters)
 
 	_, err := kube.AppsV1().Deployments("seed").Patch(ctx, "api", types.MergePatchType, []byte(`{"spec":{"replicas":5}}`), metav1.PatchOptions{})
 	require.NoError(t, err)
-	st = s.WaitStatus("seed", time.Minute, "the Deployment modified", func(st workflows.GitRepoStatus) bool {
+	st = s.WaitStatus("seed", time.Minute, "the Deployment modified", func(st api.GitRepoStatus) bool {
 		return st.ResourceCounts.Modified == 1 && st.ResourceCounts.Missing == 1
 	})
 	require.Contains(t, seedCluster(st).Message, "deployment seed/api modified")
@@ -96,7 +97,7 @@ func TestDeletedAndModifiedObjectsAreReportedThenCorrected(t *testing.T) {
   targets: [{clusterName: a}]
   correctDrift: {enabled: true}
 `))
-	st = s.WaitStatus("seed", 2*time.Minute, "11/11 ready again", func(st workflows.GitRepoStatus) bool {
+	st = s.WaitStatus("seed", 2*time.Minute, "11/11 ready again", func(st api.GitRepoStatus) bool {
 		return harness.AllReady(st) && st.ResourceCounts.Ready == 11
 	})
 	require.Equal(t, "5", s.ConfigMapData("a", "seed", "cm-5")["n"], "the deleted object is recreated")
@@ -113,7 +114,7 @@ func TestGeneratedStateComesBackAndRestartsAddNoRevisions(t *testing.T) {
 	repo := s.NewRepo(seedBundle())
 	s.AddCluster("a", "a", nil, nil)
 	s.StartGitRepo(seedGitRepo(repo.URL(), true))
-	ready11 := func(st workflows.GitRepoStatus) bool { return harness.AllReady(st) && st.ResourceCounts.Ready == 11 }
+	ready11 := func(st api.GitRepoStatus) bool { return harness.AllReady(st) && st.ResourceCounts.Ready == 11 }
 	s.WaitStatus("seed", 2*time.Minute, "11/11 ready", ready11)
 	require.Len(t, s.History("a", "seed", "seed"), 1)
 
@@ -144,7 +145,7 @@ func TestGeneratedStateComesBackAndRestartsAddNoRevisions(t *testing.T) {
 	s.WaitStatus("seed", time.Minute, "11/11 ready", ready11)
 
 	// The cluster's workflow terminated by hand (as from the Web UI): it comes back, without re-applying.
-	id := workflows.ClusterWorkflowID("seed", "a")
+	id := api.ClusterWorkflowID("seed", "a")
 	require.NoError(t, s.Client.TerminateWorkflow(ctx, id, "", "terminated by a test, as from the Web UI"))
 	require.Eventually(t, func() bool {
 		d, err := s.Client.DescribeWorkflowExecution(ctx, id, "")
@@ -163,13 +164,13 @@ func TestLeavingTheTargetsUninstallsAndKeepResourcesKeeps(t *testing.T) {
 	s.AddCluster("a", "a", map[string]string{"env": "x"}, nil)
 	s.AddCluster("b", "b", map[string]string{"env": "x"}, nil)
 	s.Apply(harness.GitRepoYAML("leave", repo.URL(), "  paths: [app]\n  targets: [{clusterSelector: {matchLabels: {env: x}}}]\n"))
-	s.WaitStatus("leave", 2*time.Minute, "both Ready", func(st workflows.GitRepoStatus) bool { return harness.AllReady(st) && st.DesiredReadyClusters == 2 })
+	s.WaitStatus("leave", 2*time.Minute, "both Ready", func(st api.GitRepoStatus) bool { return harness.AllReady(st) && st.DesiredReadyClusters == 2 })
 	s.Apply(harness.GitRepoYAML("kept", repo.URL(), "  paths: [app]\n  targetNamespace: kept\n  keepResources: true\n  targets: [{clusterName: a}]\n"))
 	s.WaitStatus("kept", 2*time.Minute, "Ready", harness.AllReady)
 
 	// b loses its label: its release goes, a's stays.
 	s.AddCluster("b", "b", map[string]string{"env": "gone"}, nil)
-	s.WaitStatus("leave", time.Minute, "only a targeted", func(st workflows.GitRepoStatus) bool {
+	s.WaitStatus("leave", time.Minute, "only a targeted", func(st api.GitRepoStatus) bool {
 		return st.DesiredReadyClusters == 1 && harness.AllReady(st)
 	})
 	require.Eventually(t, s.NoReleases("b", "leave"), time.Minute, 200*time.Millisecond)
@@ -181,7 +182,7 @@ func TestLeavingTheTargetsUninstallsAndKeepResourcesKeeps(t *testing.T) {
 	require.Eventually(t, s.NoReleases("a", "kept"), time.Minute, 200*time.Millisecond)
 	require.Equal(t, "1", s.ConfigMapData("a", "kept", "app")["v"], "keepResources keeps the objects")
 	require.Eventually(t, func() bool {
-		d, err := s.Client.DescribeWorkflowExecution(context.Background(), workflows.GitRepoWorkflowID("kept"), "")
+		d, err := s.Client.DescribeWorkflowExecution(context.Background(), api.GitRepoWorkflowID("kept"), "")
 		return err == nil && d.WorkflowExecutionInfo.GetStatus().String() == "Completed"
 	}, time.Minute, 200*time.Millisecond, "the GitRepo workflow ends once removed everywhere")
 }

@@ -7,9 +7,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/internal/localk8s"
 	"github.com/flotilla-gitops/flotilla/tests/harness"
-	"github.com/flotilla-gitops/flotilla/workflows"
 )
 
 // A bundle that stops rendering on a cluster (its value removed) keeps running there from the earlier
@@ -28,9 +28,9 @@ func TestABundleThatStopsRenderingStillShowsWhatRuns(t *testing.T) {
 
 	// The value goes away: the bundle cannot render for this cluster any more.
 	s.AddCluster("test", "a", nil, map[string]any{"other": "x"})
-	st := s.WaitStatus("shop", 2*time.Minute, "the bundle failing with its live release", func(st workflows.GitRepoStatus) bool {
+	st := s.WaitStatus("shop", 2*time.Minute, "the bundle failing with its live release", func(st api.GitRepoStatus) bool {
 		c, ok := harness.Cluster(st, "test")
-		return ok && c.State == workflows.StateErrApplied && len(c.Bundles) == 1 && c.Bundles[0].ResourceCounts.DesiredReady > 0
+		return ok && c.State == api.StateErrApplied && len(c.Bundles) == 1 && c.Bundles[0].ResourceCounts.DesiredReady > 0
 	})
 	c, _ := harness.Cluster(st, "test")
 	b := c.Bundles[0]

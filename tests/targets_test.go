@@ -8,9 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/internal/localk8s"
 	"github.com/flotilla-gitops/flotilla/tests/harness"
-	"github.com/flotilla-gitops/flotilla/workflows"
 )
 
 // A Fleet user's quick start writes no targets: the bundle goes to the "default" ClusterGroup, which holds
@@ -31,8 +31,8 @@ func TestTargetsLeftOutDeployToTheDefaultGroupAndNowhereIsNotReady(t *testing.T)
 	require.Equal(t, "1", s.ConfigMapData("a", "quick", "app")["v"])
 
 	s.Apply(harness.GitRepoYAML("astray", repo.URL(), "  paths: [app]\n  targetNamespace: astray\n  targets: [{clusterSelector: {matchLabels: {env: prod}}}]\n"))
-	st = s.WaitStatus("astray", 2*time.Minute, "planned", func(st workflows.GitRepoStatus) bool { return st.Commit != "" })
-	require.Equal(t, workflows.StateNotReady, st.State)
+	st = s.WaitStatus("astray", 2*time.Minute, "planned", func(st api.GitRepoStatus) bool { return st.Commit != "" })
+	require.Equal(t, api.StateNotReady, st.State)
 	require.Contains(t, st.Message, "no registered cluster matches the targets")
 	require.Contains(t, s.CLIRun("status", "astray"), "no registered cluster matches the targets")
 	require.Eventually(t, func() bool { // visibility trails the workflow by a moment
@@ -44,9 +44,9 @@ func TestTargetsLeftOutDeployToTheDefaultGroupAndNowhereIsNotReady(t *testing.T)
 	s.WaitStatus("astray", 2*time.Minute, "Ready once a cluster matches", harness.AllReady)
 
 	s.Apply(harness.GitRepoYAML("sparse", repo.URL(), "  paths: [app, skipped]\n  targetNamespace: sparse\n"))
-	st = s.WaitStatus("sparse", 2*time.Minute, "the skipped bundle reported nowhere", func(st workflows.GitRepoStatus) bool {
+	st = s.WaitStatus("sparse", 2*time.Minute, "the skipped bundle reported nowhere", func(st api.GitRepoStatus) bool {
 		return st.ReadyClusters == 1 && strings.Contains(st.Message, "no registered cluster matches its targets")
 	})
-	require.Equal(t, workflows.StateNotReady, st.State)
+	require.Equal(t, api.StateNotReady, st.State)
 	require.Contains(t, st.Message, `bundle "sparse-skipped"`)
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/internal/localk8s"
 	"github.com/flotilla-gitops/flotilla/tests/harness"
@@ -52,7 +53,7 @@ func TestWebhookPushDeploysAtOnceAndAForgedOneChangesNothing(t *testing.T) {
 		Flotilla: &workflows.RunOptions{ResyncInterval: "1h"},
 	})
 	first := s.WaitStatus("hooked", 2*time.Minute, "Ready", harness.AllReady)
-	id := workflows.GitRepoWorkflowID("hooked")
+	id := api.GitRepoWorkflowID("hooked")
 
 	// The GitHub ping that confirms a new hook.
 	ping := []byte(`{"zen":"Keep it logically awesome.","hook_id":1}`)
@@ -89,7 +90,7 @@ func TestWebhookPushDeploysAtOnceAndAForgedOneChangesNothing(t *testing.T) {
 	code, res = postHook(t, hook, githubHeaders("push", sign(secret, push)), push)
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, []string{"hooked"}, res.Synced)
-	s.WaitStatus("hooked", 2*time.Minute, "the pushed commit Ready", func(st workflows.GitRepoStatus) bool {
+	s.WaitStatus("hooked", 2*time.Minute, "the pushed commit Ready", func(st api.GitRepoStatus) bool {
 		return st.Commit == second && harness.AllReady(st)
 	})
 	t.Logf("GitHub push to Ready: %s", time.Since(sent).Round(time.Millisecond))
@@ -104,7 +105,7 @@ func TestWebhookPushDeploysAtOnceAndAForgedOneChangesNothing(t *testing.T) {
 	code, res = postHook(t, hook, gitlabHeaders(secret), gl)
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, []string{"hooked"}, res.Synced)
-	s.WaitStatus("hooked", 2*time.Minute, "the GitLab-pushed commit Ready", func(st workflows.GitRepoStatus) bool {
+	s.WaitStatus("hooked", 2*time.Minute, "the GitLab-pushed commit Ready", func(st api.GitRepoStatus) bool {
 		return st.Commit == third && harness.AllReady(st)
 	})
 	require.Equal(t, "three", s.ConfigMapData("a", "app", "app")["version"])

@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/converter"
 
-	"github.com/flotilla-gitops/flotilla/workflows"
+	"github.com/flotilla-gitops/flotilla/api"
 )
 
 // TemporalClient is the part of client.Client the webhook uses.
@@ -28,7 +28,7 @@ type Temporal struct {
 }
 
 const (
-	runningGitRepos = "WorkflowType = '" + workflows.GitRepoWorkflowType + "' AND ExecutionStatus = 'Running'"
+	runningGitRepos = "WorkflowType = '" + api.GitRepoWorkflowType + "' AND ExecutionStatus = 'Running'"
 	queryTimeout    = 5 * time.Second
 	queryParallel   = 8
 )
@@ -56,12 +56,12 @@ func (t Temporal) List(ctx context.Context, matches func(repo string) bool) ([]G
 			return nil, fmt.Errorf("listing running GitRepos: %w", err)
 		}
 		for _, e := range resp.GetExecutions() {
-			name, isGitRepo := strings.CutPrefix(e.GetExecution().GetWorkflowId(), workflows.GitRepoWorkflowID(""))
+			name, isGitRepo := strings.CutPrefix(e.GetExecution().GetWorkflowId(), api.GitRepoWorkflowID(""))
 			if !isGitRepo || name == "" || strings.Contains(name, "/") {
 				continue
 			}
 			var repo string
-			if p := e.GetSearchAttributes().GetIndexedFields()[workflows.SearchRepo.GetName()]; p != nil {
+			if p := e.GetSearchAttributes().GetIndexedFields()[api.SearchAttrRepo]; p != nil {
 				_ = dc.FromPayload(p, &repo)
 			}
 			if matches(repo) {
@@ -106,7 +106,7 @@ func (t Temporal) status(ctx context.Context, name string) (refs, error) {
 	ctx, cancel := context.WithTimeout(ctx, queryTimeout)
 	defer cancel()
 	var r refs
-	v, err := t.Client.QueryWorkflow(ctx, workflows.GitRepoWorkflowID(name), "", workflows.QueryStatus)
+	v, err := t.Client.QueryWorkflow(ctx, api.GitRepoWorkflowID(name), "", api.QueryStatus)
 	if err != nil {
 		return r, err
 	}
@@ -115,13 +115,13 @@ func (t Temporal) status(ctx context.Context, name string) (refs, error) {
 
 // Sync sends the `sync` signal, which polls at once.
 func (t Temporal) Sync(ctx context.Context, name string) error {
-	err := t.Client.SignalWorkflow(ctx, workflows.GitRepoWorkflowID(name), "", workflows.SignalSync, nil)
+	err := t.Client.SignalWorkflow(ctx, api.GitRepoWorkflowID(name), "", api.SignalSync, nil)
 	var notFound *serviceerror.NotFound
 	if errors.As(err, &notFound) {
 		return fmt.Errorf("gitrepo %q: %w", name, ErrNotRunning)
 	}
 	if err != nil {
-		return fmt.Errorf("gitrepo %q: signal %s: %w", name, workflows.SignalSync, err)
+		return fmt.Errorf("gitrepo %q: signal %s: %w", name, api.SignalSync, err)
 	}
 	return nil
 }

@@ -15,7 +15,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/converter"
 
-	"github.com/flotilla-gitops/flotilla/workflows"
+	"github.com/flotilla-gitops/flotilla/api"
 )
 
 // fakeTemporal answers visibility from pages of (workflow ID, FlotillaRepo), the status query from a map,
@@ -23,7 +23,7 @@ import (
 type fakeTemporal struct {
 	mu       sync.Mutex
 	pages    [][][2]string
-	statuses map[string]workflows.GitRepoStatus
+	statuses map[string]api.GitRepoStatus
 	queryErr map[string]error
 	queries  []string
 	signals  []string
@@ -84,7 +84,7 @@ func TestTemporalListsRunningGitReposOfThePushedRepoWithTheirLiveBranch(t *testi
 			{{"gitrepo/apps-dev", "git@github.com:org/apps.git"}, {"gitrepo/apps/cluster/a", "https://github.com/org/apps"},
 				{"gitrepo/slow", "https://github.com/org/apps"}, {"gitrepo/head", "https://github.com/org/apps"}},
 		},
-		statuses: map[string]workflows.GitRepoStatus{
+		statuses: map[string]api.GitRepoStatus{
 			"gitrepo/apps":     {Name: "apps", Repo: "https://github.com/org/apps", Branch: "main"},
 			"gitrepo/apps-dev": {Name: "apps-dev", Repo: "git@github.com:org/apps.git", Branch: "dev"},
 			"gitrepo/head":     {Name: "head", Repo: "https://github.com/org/apps"},

@@ -23,12 +23,12 @@ import (
 
 	"github.com/flotilla-gitops/flotilla/activities"
 	"github.com/flotilla-gitops/flotilla/agentclient"
+	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/internal/chartcheck"
 	"github.com/flotilla-gitops/flotilla/internal/gitcache"
 	"github.com/flotilla-gitops/flotilla/internal/searchattr"
 	"github.com/flotilla-gitops/flotilla/internal/workeropts"
 	"github.com/flotilla-gitops/flotilla/internal/zaplog"
-	"github.com/flotilla-gitops/flotilla/inventory"
 	"github.com/flotilla-gitops/flotilla/webhook"
 	"github.com/flotilla-gitops/flotilla/workflows"
 )
@@ -58,7 +58,7 @@ func run() error {
 	}
 	address := flag.String("address", envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend host:port (env TEMPORAL_ADDRESS)")
 	namespace := flag.String("namespace", envOr("TEMPORAL_NAMESPACE", "default"), "Temporal namespace (env TEMPORAL_NAMESPACE)")
-	taskQueue := flag.String("task-queue", workflows.TaskQueue, "task queue to poll")
+	taskQueue := flag.String("task-queue", api.TaskQueue, "task queue to poll")
 	cacheDir := flag.String("cache-dir", envOr("FLOTILLA_CACHE_DIR", defaultCache), "where git checkouts are cached")
 	credsFile := flag.String("git-credentials", os.Getenv("FLOTILLA_GIT_CREDENTIALS"), "YAML file mapping clientSecretName to {username, password}")
 	logLevel := flag.String("log-level", "info", "debug, info, warn or error")
@@ -94,7 +94,7 @@ func run() error {
 	// Without Flotilla's search attributes every workflow task fails and nothing says why: check (and
 	// create where allowed) before polling, and stop with the commands to run otherwise.
 	sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	created, err := searchattr.Ensure(sctx, searchattr.Service{Client: c.OperatorService()}, *namespace, workflows.SearchAttributes)
+	created, err := searchattr.Ensure(sctx, searchattr.Service{Client: c.OperatorService()}, *namespace, api.SearchAttributes)
 	cancel()
 	if err != nil {
 		return err
@@ -116,14 +116,15 @@ func run() error {
 	w.RegisterWorkflow(workflows.GitRepoWorkflow)
 	w.RegisterWorkflow(workflows.ClusterWorkflow)
 	w.RegisterWorkflow(workflows.InventoryWorkflow)
-	w.RegisterActivity(&activities.Activities{
+	acts := &activities.Activities{
 		Git:        cache,
 		Clusters:   agentclient.NewPool(log.Named("agentclient")),
 		Inventory:  inv,
 		Temporal:   c,
 		Log:        log.Named("activities"),
 		ChartCheck: chartcheck.New(self, inv),
-	})
+	}
+	acts.Register(w)
 
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
@@ -163,8 +164,8 @@ func run() error {
 // ensureInventory starts the inventory workflow if it is not running, so the Web UI shows it from the start.
 func ensureInventory(c client.Client) error {
 	_, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
-		ID:                       inventory.WorkflowID,
-		TaskQueue:                workflows.TaskQueue,
+		ID:                       api.InventoryWorkflowID,
+		TaskQueue:                api.TaskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		StaticSummary:            "Flotilla cluster inventory",
 	}, workflows.InventoryWorkflow, workflows.InventoryInput{})

@@ -1,6 +1,8 @@
 package workflows
 
 import (
+	"github.com/flotilla-gitops/flotilla/api"
+
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
@@ -67,14 +69,14 @@ func gzipJSON(v any) []byte {
 }
 
 // trimStatuses shortens carried messages, and with dropBundles keeps only each cluster's own summary.
-func trimStatuses(in map[string]ClusterStatus, dropBundles bool) map[string]ClusterStatus {
-	out := make(map[string]ClusterStatus, len(in))
+func trimStatuses(in map[string]api.ClusterStatus, dropBundles bool) map[string]api.ClusterStatus {
+	out := make(map[string]api.ClusterStatus, len(in))
 	for name, cs := range in { //workflowcheck:ignore building a map, order does not matter
 		cs.Message = shorten(cs.Message)
 		if dropBundles {
 			cs.Bundles = nil
 		} else {
-			bs := make([]BundleStatus, len(cs.Bundles))
+			bs := make([]api.BundleStatus, len(cs.Bundles))
 			for i, b := range cs.Bundles {
 				b.Message = shorten(b.Message)
 				bs[i] = b

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/flotilla-gitops/flotilla/activities"
+	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
 )
 
@@ -17,23 +17,23 @@ import (
 // fails with a message of its own, the worst case for compression.
 func bigGitRepo(clusters, bundles int, failing bool) *gitRepoRun {
 	g := &gitRepoRun{spec: fleet.GitRepo{Metadata: fleet.ObjectMeta{Name: "fleet"}, Spec: fleet.GitRepoSpec{Repo: "https://git.example.com/org/fleet.git"}}}
-	g.carry = GitRepoCarry{Commit: "0123456789abcdef0123456789abcdef01234567", Plan: &activities.Plan{Commit: "0123456789abcdef0123456789abcdef01234567"},
-		Clusters: map[string]ClusterStatus{}, Delivered: map[string]delivery{}, Known: map[string]bool{}, Removing: map[string]bool{}}
+	g.carry = GitRepoCarry{Commit: "0123456789abcdef0123456789abcdef01234567", Plan: &api.Plan{Commit: "0123456789abcdef0123456789abcdef01234567"},
+		Clusters: map[string]api.ClusterStatus{}, Delivered: map[string]delivery{}, Known: map[string]bool{}, Removing: map[string]bool{}}
 	for b := 0; b < bundles; b++ {
-		g.carry.Plan.Bundles = append(g.carry.Plan.Bundles, activities.BundleRef{Name: fmt.Sprintf("fleet-apps-app-%d", b), Path: fmt.Sprintf("apps/app-%d", b)})
+		g.carry.Plan.Bundles = append(g.carry.Plan.Bundles, api.BundleRef{Name: fmt.Sprintf("fleet-apps-app-%d", b), Path: fmt.Sprintf("apps/app-%d", b)})
 	}
 	at := time.Date(2026, 11, 25, 6, 0, 0, 0, time.UTC)
 	for c := 0; c < clusters; c++ {
 		name := fmt.Sprintf("edge-%04d", c)
 		digest := sha256.Sum256([]byte(name))
-		pc := activities.PlannedCluster{Name: name, Digest: fmt.Sprintf("%x", digest)}
-		st := ClusterStatus{Name: name, Commit: g.carry.Commit[:12], Reachable: true, LastChecked: at, LastSeen: at, Generation: int64(c + 1)}
+		pc := api.PlannedCluster{Name: name, Digest: fmt.Sprintf("%x", digest)}
+		st := api.ClusterStatus{Name: name, Commit: g.carry.Commit[:12], Reachable: true, LastChecked: at, LastSeen: at, Generation: int64(c + 1)}
 		for b := 0; b < bundles; b++ {
 			pc.Bundles = append(pc.Bundles, b)
-			bs := BundleStatus{Name: g.carry.Plan.Bundles[b].Name, State: StateReady, Release: g.carry.Plan.Bundles[b].Name, Revision: 3,
-				ResourceCounts: activities.ResourceCounts{DesiredReady: 4, Ready: 4}}
+			bs := api.BundleStatus{Name: g.carry.Plan.Bundles[b].Name, State: api.StateReady, Release: g.carry.Plan.Bundles[b].Name, Revision: 3,
+				ResourceCounts: api.ResourceCounts{DesiredReady: 4, Ready: 4}}
 			if failing {
-				bs.State = StateErrApplied
+				bs.State = api.StateErrApplied
 				bs.Message = fmt.Sprintf(`stuck at 0123456789ab (revision 3): cluster %q: bundle %q: apps/app-%d/values.yaml: line %d: map has no entry for key "fqdn-%x"`,
 					name, bs.Name, b, c%97, sha256.Sum256([]byte(name+bs.Name)))
 			}
@@ -81,11 +81,11 @@ func TestAnOversizedCarryIsTrimmedNotLost(t *testing.T) {
 	c, err := unpackCarry(in.CarryZ)
 	require.NoError(t, err)
 	require.Len(t, c.Clusters, 3000, "every cluster keeps its state and counts")
-	require.Equal(t, StateErrApplied, c.Clusters["edge-0042"].State)
+	require.Equal(t, api.StateErrApplied, c.Clusters["edge-0042"].State)
 }
 
 // viewWith is the view of a run holding this carry and other's spec.
-func (g *gitRepoRun) viewWith(other *gitRepoRun) GitRepoStatus {
+func (g *gitRepoRun) viewWith(other *gitRepoRun) api.GitRepoStatus {
 	g.spec, g.paused, g.nextPoll = other.spec, other.paused, other.nextPoll
 	g.initMaps()
 	return g.view()

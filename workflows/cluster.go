@@ -11,15 +11,15 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flotilla-gitops/flotilla/activities"
+	"github.com/flotilla-gitops/flotilla/api"
 )
 
 // ClusterWorkflowInput starts the workflow that keeps one GitRepo's bundles applied and checked on one cluster.
 type ClusterWorkflowInput struct {
-	Target        activities.ClusterTarget `json:"target"`
-	Generation    int64                    `json:"generation"`
-	Paused        bool                     `json:"paused,omitempty"`
-	CheckInterval time.Duration            `json:"checkInterval,omitempty"`
+	Target        api.ClusterTarget `json:"target"`
+	Generation    int64             `json:"generation"`
+	Paused        bool              `json:"paused,omitempty"`
+	CheckInterval time.Duration     `json:"checkInterval,omitempty"`
 	// Carry is the state handed over by continue-as-new; a fresh start leaves it empty.
 	Carry *ClusterCarry `json:"carry,omitempty"`
 	// Shape is the workflow code a run was started for (ClusterShapeCurrent by the current GitRepo and by
@@ -29,10 +29,10 @@ type ClusterWorkflowInput struct {
 
 // DesiredUpdate is the parent's `desired` signal: what this cluster should run now.
 type DesiredUpdate struct {
-	Target        activities.ClusterTarget `json:"target"`
-	Generation    int64                    `json:"generation"`
-	Paused        bool                     `json:"paused,omitempty"`
-	CheckInterval time.Duration            `json:"checkInterval,omitempty"`
+	Target        api.ClusterTarget `json:"target"`
+	Generation    int64             `json:"generation"`
+	Paused        bool              `json:"paused,omitempty"`
+	CheckInterval time.Duration     `json:"checkInterval,omitempty"`
 }
 
 // RemoveRequest is the parent's `remove` signal.
@@ -42,14 +42,14 @@ type RemoveRequest struct {
 
 // ClusterReport is a child's status report to its GitRepo, sent only when the status changed.
 type ClusterReport struct {
-	Cluster string        `json:"cluster"`
-	Status  ClusterStatus `json:"status"`
-	Removed bool          `json:"removed,omitempty"`
+	Cluster string            `json:"cluster"`
+	Status  api.ClusterStatus `json:"status"`
+	Removed bool              `json:"removed,omitempty"`
 }
 
 // ClusterCarry is what a cluster workflow keeps across continue-as-new.
 type ClusterCarry struct {
-	Status       ClusterStatus           `json:"status"`
+	Status       api.ClusterStatus       `json:"status"`
 	Failures     map[string]applyFailure `json:"failures,omitempty"`
 	LastReported string                  `json:"lastReported,omitempty"`
 	PromptStep   int                     `json:"promptStep,omitempty"`
@@ -71,7 +71,6 @@ const clusterMaxHistory = 2000
 type clusterRun struct {
 	in    ClusterWorkflowInput
 	carry ClusterCarry
-	a     *activities.Activities
 	// sweeping caches whether this run sweeps (see sweeps); 0 unknown, 1 yes, -1 no.
 	sweeping int
 }
@@ -88,7 +87,7 @@ func ClusterWorkflow(ctx workflow.Context, in ClusterWorkflowInput) error {
 		r.carry.Failures = map[string]applyFailure{}
 	}
 	r.carry.Status.Name = in.Target.Cluster
-	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (ClusterStatus, error) {
+	if err := workflow.SetQueryHandler(ctx, api.QueryStatus, func() (api.ClusterStatus, error) {
 		return r.carry.Status, nil
 	}); err != nil {
 		return err
@@ -96,11 +95,11 @@ func ClusterWorkflow(ctx workflow.Context, in ClusterWorkflowInput) error {
 	// The GitRepo starts its children with these attributes and continue-as-new keeps them; upserting them
 	// again cost a visibility write per cluster. Histories from before the change upserted unconditionally.
 	sa := workflow.GetTypedSearchAttributes(ctx)
-	repo, _ := sa.GetKeyword(SearchGitRepo)
-	cluster, _ := sa.GetKeyword(SearchCluster)
+	repo, _ := sa.GetKeyword(searchGitRepo)
+	cluster, _ := sa.GetKeyword(searchCluster)
 	if !r.loop2(ctx) || repo != in.Target.GitRepo || cluster != in.Target.Cluster {
 		_ = workflow.UpsertTypedSearchAttributes(ctx,
-			SearchGitRepo.ValueSet(in.Target.GitRepo), SearchCluster.ValueSet(in.Target.Cluster))
+			searchGitRepo.ValueSet(in.Target.GitRepo), searchCluster.ValueSet(in.Target.Cluster))
 	}
 	return r.loop(ctx)
 }
@@ -113,9 +112,9 @@ func (r *clusterRun) checkInterval() time.Duration {
 }
 
 func (r *clusterRun) loop(ctx workflow.Context) error {
-	desiredCh := workflow.GetSignalChannel(ctx, SignalDesired)
-	removeCh := workflow.GetSignalChannel(ctx, SignalRemove)
-	checkCh := workflow.GetSignalChannel(ctx, SignalCheck)
+	desiredCh := workflow.GetSignalChannel(ctx, api.SignalDesired)
+	removeCh := workflow.GetSignalChannel(ctx, api.SignalRemove)
+	checkCh := workflow.GetSignalChannel(ctx, api.SignalCheck)
 	dirty := true
 	var remove *RemoveRequest
 	var nextCheck time.Time
@@ -203,7 +202,7 @@ func (r *clusterRun) reconcile(ctx workflow.Context) time.Duration {
 	if err != nil {
 		return r.unreachable(ctx, err)
 	}
-	var actions []activities.BundleAction
+	var actions []api.BundleAction
 	for _, o := range obs.Bundles {
 		f, failed := r.carry.Failures[o.Bundle]
 		if failed && f.DesiredID != o.DesiredID {
@@ -213,7 +212,7 @@ func (r *clusterRun) reconcile(ctx workflow.Context) time.Duration {
 		due := !failed || !now.Before(f.NextRetry)
 		action, force := decide(decideInput{Obs: o, CorrectDrift: r.in.Target.Options.CorrectDrift, Paused: r.in.Paused, RetryDue: due})
 		if action != "" {
-			actions = append(actions, activities.BundleAction{Bundle: o.Bundle, Action: action, ExpectedID: o.DesiredID, Force: force})
+			actions = append(actions, api.BundleAction{Bundle: o.Bundle, Action: action, ExpectedID: o.DesiredID, Force: force})
 		}
 	}
 	sweep, sweepKey := r.sweepFor(ctx, obs)
@@ -268,7 +267,7 @@ func (r *clusterRun) nextDelay(ctx workflow.Context, now time.Time) time.Duratio
 	delay := r.jittered(ctx, r.checkInterval())
 	converging := false
 	for _, b := range r.carry.Status.Bundles {
-		if b.State == StateNotReady || b.State == StateWaitApplied {
+		if b.State == api.StateNotReady || b.State == api.StateWaitApplied {
 			converging = true
 		}
 	}
@@ -297,14 +296,14 @@ func (r *clusterRun) jittered(ctx workflow.Context, d time.Duration) time.Durati
 	return d + time.Duration(float64(d)*frac)
 }
 
-func (r *clusterRun) recordApply(ctx workflow.Context, res activities.ApplyResult, obs activities.Observation) {
+func (r *clusterRun) recordApply(ctx workflow.Context, res api.ApplyResult, obs api.Observation) {
 	ids := map[string]string{}
 	for _, o := range obs.Bundles {
 		ids[o.Bundle] = o.DesiredID
 	}
 	now := workflow.Now(ctx)
 	for _, b := range res.Bundles {
-		if b.Error == "" || b.ErrorType == activities.ErrTypeStale {
+		if b.Error == "" || b.ErrorType == api.ErrTypeStale {
 			delete(r.carry.Failures, b.Bundle)
 			continue
 		}
@@ -340,8 +339,8 @@ func (r *clusterRun) unreachable(ctx workflow.Context, err error) time.Duration 
 	}
 	st.Message = fmt.Sprintf("cluster %q: %s%s", r.in.Target.Cluster, msg, since)
 	for i := range st.Bundles {
-		if st.Bundles[i].State == StateReady {
-			st.Bundles[i].State = StateNotReady
+		if st.Bundles[i].State == api.StateReady {
+			st.Bundles[i].State = api.StateNotReady
 			st.Bundles[i].Message = "cluster unreachable"
 		}
 	}
@@ -397,10 +396,10 @@ func (r *clusterRun) loop2(ctx workflow.Context) bool {
 // task, per cluster and per check. At a thousand clusters that was a third of Temporal's work for a
 // rollout and half of an idle check's (docs/performance.md). Histories recorded before the change replay
 // with the scheduled activity they hold.
-func (r *clusterRun) observe(ctx workflow.Context) (activities.Observation, error) {
-	in := activities.ObserveInput{Target: r.in.Target, Resources: true}
+func (r *clusterRun) observe(ctx workflow.Context) (api.Observation, error) {
+	in := api.ObserveInput{Target: r.in.Target, Resources: true}
 	retry := &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 2}
-	var obs activities.Observation
+	var obs api.Observation
 	if r.loop2(ctx) {
 		lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 			ScheduleToCloseTimeout: 2 * observeTimeout,
@@ -408,8 +407,7 @@ func (r *clusterRun) observe(ctx workflow.Context) (activities.Observation, erro
 			RetryPolicy:            retry,
 			Summary:                "observe " + r.in.Target.Cluster,
 		})
-		var a *activities.Activities
-		err := workflow.ExecuteLocalActivity(lctx, a.Observe, in).Get(ctx, &obs)
+		err := workflow.ExecuteLocalActivity(lctx, api.ActivityObserve, in).Get(ctx, &obs)
 		return obs, err
 	}
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
@@ -418,19 +416,19 @@ func (r *clusterRun) observe(ctx workflow.Context) (activities.Observation, erro
 		RetryPolicy:         retry,
 		Summary:             "observe " + r.in.Target.Cluster,
 	})
-	err := workflow.ExecuteActivity(ctx, (*activities.Activities).Observe, in).Get(ctx, &obs)
+	err := workflow.ExecuteActivity(ctx, api.ActivityObserve, in).Get(ctx, &obs)
 	return obs, err
 }
 
-func (r *clusterRun) apply(ctx workflow.Context, actions []activities.BundleAction, sweep *activities.Sweep) (activities.ApplyResult, error) {
+func (r *clusterRun) apply(ctx workflow.Context, actions []api.BundleAction, sweep *api.Sweep) (api.ApplyResult, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: applyTimeout,
 		HeartbeatTimeout:    heartbeat,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 3},
 		Summary:             fmt.Sprintf("apply %d bundle(s) to %s", len(actions), r.in.Target.Cluster),
 	})
-	var res activities.ApplyResult
-	err := workflow.ExecuteActivity(ctx, (*activities.Activities).Apply, activities.ApplyInput{Target: r.in.Target, Actions: actions, Observe: true, Sweep: sweep}).Get(ctx, &res)
+	var res api.ApplyResult
+	err := workflow.ExecuteActivity(ctx, api.ActivityApply, api.ApplyInput{Target: r.in.Target, Actions: actions, Observe: true, Sweep: sweep}).Get(ctx, &res)
 	return res, err
 }
 
@@ -443,11 +441,11 @@ func (r *clusterRun) report(ctx workflow.Context, removed bool) {
 		return
 	}
 	_ = workflow.UpsertTypedSearchAttributes(ctx,
-		SearchState.ValueSet(st.State), SearchCommit.ValueSet(st.Commit),
-		SearchHasError.ValueSet(st.State == StateErrApplied))
+		searchState.ValueSet(st.State), searchCommit.ValueSet(st.Commit),
+		searchHasError.ValueSet(st.State == api.StateErrApplied))
 	workflow.SetCurrentDetails(ctx, clusterDetails(st))
-	parent := GitRepoWorkflowID(r.in.Target.GitRepo)
-	err := workflow.SignalExternalWorkflow(ctx, parent, "", SignalClusterReport,
+	parent := api.GitRepoWorkflowID(r.in.Target.GitRepo)
+	err := workflow.SignalExternalWorkflow(ctx, parent, "", api.SignalClusterReport,
 		ClusterReport{Cluster: r.in.Target.Cluster, Status: st, Removed: removed}).Get(ctx, nil)
 	if err != nil {
 		// The GitRepo may be continuing as new or gone; the next change reports again.
@@ -458,10 +456,10 @@ func (r *clusterRun) report(ctx workflow.Context, removed bool) {
 }
 
 // fingerprint ignores timestamps so an unchanged status is never re-sent.
-func fingerprint(st ClusterStatus, removed bool) string {
+func fingerprint(st api.ClusterStatus, removed bool) string {
 	st.LastChecked, st.LastSeen = time.Time{}, time.Time{}
 	return hashOf(struct {
-		S ClusterStatus
+		S api.ClusterStatus
 		R bool
 	}{st, removed})
 }
@@ -476,7 +474,7 @@ func hashOf(v any) string {
 	return fmt.Sprintf("%x", sum[:12])
 }
 
-func clusterDetails(st ClusterStatus) string {
+func clusterDetails(st api.ClusterStatus) string {
 	d := fmt.Sprintf("**%s** on cluster `%s` at commit `%s`", st.State, st.Name, short(st.Commit))
 	if st.Message != "" {
 		d += "\n\n" + st.Message
@@ -491,8 +489,8 @@ func (r *clusterRun) remove(ctx workflow.Context, rr RemoveRequest) error {
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: time.Minute},
 		Summary:             "uninstall from " + r.in.Target.Cluster,
 	})
-	var res activities.UninstallResult
-	err := workflow.ExecuteActivity(actx, (*activities.Activities).Uninstall, activities.UninstallInput{
+	var res api.UninstallResult
+	err := workflow.ExecuteActivity(actx, api.ActivityUninstall, api.UninstallInput{
 		GitRepo: r.in.Target.GitRepo, Cluster: r.in.Target.Cluster, ClusterDigest: r.in.Target.ClusterDigest,
 		KeepResources: rr.KeepResources || r.in.Target.Options.KeepResources,
 	}).Get(ctx, &res)
@@ -500,7 +498,7 @@ func (r *clusterRun) remove(ctx workflow.Context, rr RemoveRequest) error {
 		return err
 	}
 	r.carry.Status.Bundles = nil
-	r.carry.Status.State, r.carry.Status.Message = StateReady, "removed"
+	r.carry.Status.State, r.carry.Status.Message = api.StateReady, "removed"
 	r.carry.LastReported = ""
 	r.report(ctx, true)
 	return nil

@@ -13,29 +13,28 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flotilla-gitops/flotilla/activities"
+	"github.com/flotilla-gitops/flotilla/api"
 )
 
 func clusterInput() ClusterWorkflowInput {
-	return ClusterWorkflowInput{Generation: 1, CheckInterval: time.Minute, Target: activities.ClusterTarget{
+	return ClusterWorkflowInput{Generation: 1, CheckInterval: time.Minute, Target: api.ClusterTarget{
 		GitRepo: "shop", Cluster: "edge-1", Repo: "https://git.example.com/shop.git", Commit: "0123456789abcdef0123456789abcdef01234567",
-		Bundles: []activities.BundleRef{{Name: "web", Path: "web"}},
+		Bundles: []api.BundleRef{{Name: "web", Path: "web"}},
 	}}
 }
 
-func deployed(id string) activities.Observation {
-	return activities.Observation{Bundles: []activities.BundleObservation{{Bundle: "web", ReleaseName: "web", Namespace: "web",
-		Deploy: true, DesiredID: "s-1", Release: activities.ReleaseInfo{Exists: id != "", Status: "deployed", Revision: 1, DeploymentID: id},
-		Resources: activities.ResourceSummary{Checked: id != "", Counts: activities.ResourceCounts{DesiredReady: 2, Ready: 2}}}}}
+func deployed(id string) api.Observation {
+	return api.Observation{Bundles: []api.BundleObservation{{Bundle: "web", ReleaseName: "web", Namespace: "web",
+		Deploy: true, DesiredID: "s-1", Release: api.ReleaseInfo{Exists: id != "", Status: "deployed", Revision: 1, DeploymentID: id},
+		Resources: api.ResourceSummary{Checked: id != "", Counts: api.ResourceCounts{DesiredReady: 2, Ready: 2}}}}}
 }
 
 // A new cluster installs once, reports Ready to its GitRepo, then only checks: an in-sync release is
 // never applied again, and the workflow continues as new when its history should be cut.
 func TestClusterWorkflowInstallsOnceThenOnlyChecks(t *testing.T) {
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
-	var a *activities.Activities
+	env := newEnv()
 	observed := observeNewThenDeployed(env)
-	env.OnActivity(a.Apply, mock.Anything, mock.Anything).Return(activities.ApplyResult{Bundles: []activities.BundleApplyResult{{Bundle: "web", Revision: 1}}}, nil).Once()
+	env.OnActivity(api.ActivityApply, mock.Anything, mock.Anything).Return(api.ApplyResult{Bundles: []api.BundleApplyResult{{Bundle: "web", Revision: 1}}}, nil).Once()
 	reports := captureReports(env)
 	// Let a few idle checks happen, then ask for continue-as-new.
 	env.RegisterDelayedCallback(func() { env.SetContinueAsNewSuggested(true) }, 5*time.Minute)
@@ -47,27 +46,25 @@ func TestClusterWorkflowInstallsOnceThenOnlyChecks(t *testing.T) {
 	env.AssertNumberOfCalls(t, "Apply", 1)
 	require.GreaterOrEqual(t, *observed, 4, "idle checks keep observing")
 	require.Len(t, *reports, 1, "an unchanged status is reported once")
-	require.Equal(t, StateReady, (*reports)[0].Status.State)
+	require.Equal(t, api.StateReady, (*reports)[0].Status.State)
 	require.Equal(t, int64(1), (*reports)[0].Status.Generation)
 }
 
 // A cluster that cannot be reached reports it, keeps no stale Ready, and retries on its own.
 func TestClusterWorkflowReportsUnreachableAndRetries(t *testing.T) {
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
-	var a *activities.Activities
+	env := newEnv()
 	calls := 0
-	env.OnActivity(a.Observe, mock.Anything, mock.Anything).Return(func(_ context.Context, _ activities.ObserveInput) (activities.Observation, error) {
+	env.OnActivity(api.ActivityObserve, mock.Anything, mock.Anything).Return(func(_ context.Context, _ api.ObserveInput) (api.Observation, error) {
 		calls++
 		if calls <= 4 { // two attempts per observation: the first two observations fail
-			return activities.Observation{}, testError("cluster \"edge-1\" unreachable: connection refused")
+			return api.Observation{}, testError("cluster \"edge-1\" unreachable: connection refused")
 		}
 		return deployed("s-1"), nil
 	})
 	// Once it answers, the fresh run sweeps what its target does not have (here: nothing).
-	env.OnActivity(a.Uninstall, mock.Anything, mock.Anything).Return(activities.UninstallResult{}, nil).Once()
+	env.OnActivity(api.ActivityUninstall, mock.Anything, mock.Anything).Return(api.UninstallResult{}, nil).Once()
 	var states []string
-	env.OnSignalExternalWorkflow(mock.Anything, "gitrepo/shop", "", SignalClusterReport, mock.Anything).Return(
+	env.OnSignalExternalWorkflow(mock.Anything, "gitrepo/shop", "", api.SignalClusterReport, mock.Anything).Return(
 		func(_, _, _, _ string, arg any) error {
 			r := arg.(ClusterReport)
 			states = append(states, r.Status.State)
@@ -79,8 +76,8 @@ func TestClusterWorkflowReportsUnreachableAndRetries(t *testing.T) {
 		})
 	env.RegisterDelayedCallback(func() { env.SetContinueAsNewSuggested(true) }, 10*time.Minute)
 	env.ExecuteWorkflow(ClusterWorkflow, clusterInput())
-	require.Equal(t, StateErrApplied, states[0])
-	require.Equal(t, StateReady, states[len(states)-1], "it converges once the cluster answers")
+	require.Equal(t, api.StateErrApplied, states[0])
+	require.Equal(t, api.StateReady, states[len(states)-1], "it converges once the cluster answers")
 }
 
 type testError string
@@ -91,13 +88,11 @@ func (e testError) Error() string { return string(e) }
 // Apply that could not observe (or an older worker's) leaves it to a separate Observe.
 func TestClusterWorkflowTakesThePostApplyObservationFromApply(t *testing.T) {
 	for _, applyObserves := range []bool{true, false} {
-		var s testsuite.WorkflowTestSuite
-		env := s.NewTestWorkflowEnvironment()
-		var a *activities.Activities
+		env := newEnv()
 		observed := observeNewThenDeployed(env)
-		env.OnActivity(a.Apply, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.ApplyInput) (activities.ApplyResult, error) {
+		env.OnActivity(api.ActivityApply, mock.Anything, mock.Anything).Return(func(_ context.Context, in api.ApplyInput) (api.ApplyResult, error) {
 			require.True(t, in.Observe, "the workflow asks Apply to observe")
-			res := activities.ApplyResult{Bundles: []activities.BundleApplyResult{{Bundle: "web", Revision: 1}}}
+			res := api.ApplyResult{Bundles: []api.BundleApplyResult{{Bundle: "web", Revision: 1}}}
 			if applyObserves {
 				obs := deployed("s-1")
 				res.Observation = &obs
@@ -110,7 +105,7 @@ func TestClusterWorkflowTakesThePostApplyObservationFromApply(t *testing.T) {
 		env.ExecuteWorkflow(ClusterWorkflow, clusterInput())
 
 		require.Len(t, *reports, 1)
-		require.Equal(t, StateReady, (*reports)[0].Status.State, "Apply observing: %v", applyObserves)
+		require.Equal(t, api.StateReady, (*reports)[0].Status.State, "Apply observing: %v", applyObserves)
 		want := 1
 		if !applyObserves {
 			want = 2
@@ -123,22 +118,20 @@ func TestClusterWorkflowTakesThePostApplyObservationFromApply(t *testing.T) {
 // when the reconcile began: a slow cluster (or a worker killed mid-apply, whose retry then meets the
 // release it left pending) must not wait a whole check interval for its next attempt.
 func TestClusterWorkflowRetriesASlowFailedApplyAfterItsBackoff(t *testing.T) {
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
-	var a *activities.Activities
-	env.OnActivity(a.Observe, mock.Anything, mock.Anything).Return(deployed(""), nil)
+	env := newEnv()
+	env.OnActivity(api.ActivityObserve, mock.Anything, mock.Anything).Return(deployed(""), nil)
 	var applied []time.Time
-	env.OnActivity(a.Apply, mock.Anything, mock.Anything).After(90 * time.Second).Return(
-		func(_ context.Context, _ activities.ApplyInput) (activities.ApplyResult, error) {
+	env.OnActivity(api.ActivityApply, mock.Anything, mock.Anything).After(90 * time.Second).Return(
+		func(_ context.Context, _ api.ApplyInput) (api.ApplyResult, error) {
 			applied = append(applied, env.Now())
 			if len(applied) == 1 {
-				return activities.ApplyResult{Bundles: []activities.BundleApplyResult{{Bundle: "web",
-					Error: "another operation (install/upgrade/rollback) is in progress", ErrorType: activities.ErrTypeApply}}}, nil
+				return api.ApplyResult{Bundles: []api.BundleApplyResult{{Bundle: "web",
+					Error: "another operation (install/upgrade/rollback) is in progress", ErrorType: api.ErrTypeApply}}}, nil
 			}
 			obs := deployed("s-1")
-			return activities.ApplyResult{Bundles: []activities.BundleApplyResult{{Bundle: "web", Revision: 1}}, Observation: &obs}, nil
+			return api.ApplyResult{Bundles: []api.BundleApplyResult{{Bundle: "web", Revision: 1}}, Observation: &obs}, nil
 		})
-	env.OnSignalExternalWorkflow(mock.Anything, "gitrepo/shop", "", SignalClusterReport, mock.Anything).Return(nil)
+	env.OnSignalExternalWorkflow(mock.Anything, "gitrepo/shop", "", api.SignalClusterReport, mock.Anything).Return(nil)
 	env.RegisterDelayedCallback(func() { env.SetContinueAsNewSuggested(true) }, 5*time.Minute)
 
 	env.ExecuteWorkflow(ClusterWorkflow, clusterInput())
@@ -149,12 +142,22 @@ func TestClusterWorkflowRetriesASlowFailedApplyAfterItsBackoff(t *testing.T) {
 	require.LessOrEqual(t, gap, RetryFirst+time.Second, "retried %s after failing; the check interval is %s", gap, clusterInput().CheckInterval)
 }
 
+// newEnv is a test environment with every activity registered as the worker registers it, under its api
+// name, for the test to mock by that name. The activities have no dependencies: one a test did not mock
+// fails rather than reach a cluster.
+func newEnv() *testsuite.TestWorkflowEnvironment {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	var unmocked *activities.Activities
+	unmocked.Register(env)
+	return env
+}
+
 // observeNewThenDeployed makes the first observation find no release and every later one find it at
 // the desired ID; it returns the count of observations.
 func observeNewThenDeployed(env *testsuite.TestWorkflowEnvironment) *int {
-	var a *activities.Activities
 	observed := 0
-	env.OnActivity(a.Observe, mock.Anything, mock.Anything).Return(func(_ context.Context, _ activities.ObserveInput) (activities.Observation, error) {
+	env.OnActivity(api.ActivityObserve, mock.Anything, mock.Anything).Return(func(_ context.Context, _ api.ObserveInput) (api.Observation, error) {
 		observed++
 		if observed == 1 {
 			return deployed(""), nil
@@ -167,7 +170,7 @@ func observeNewThenDeployed(env *testsuite.TestWorkflowEnvironment) *int {
 // captureReports records the status reports the cluster workflow signals to its GitRepo.
 func captureReports(env *testsuite.TestWorkflowEnvironment) *[]ClusterReport {
 	var reports []ClusterReport
-	env.OnSignalExternalWorkflow(mock.Anything, "gitrepo/shop", "", SignalClusterReport, mock.Anything).Return(
+	env.OnSignalExternalWorkflow(mock.Anything, "gitrepo/shop", "", api.SignalClusterReport, mock.Anything).Return(
 		func(_, _, _, _ string, arg any) error { reports = append(reports, arg.(ClusterReport)); return nil })
 	return &reports
 }
@@ -182,11 +185,9 @@ func TestClusterWorkflowShapeComesFromItsInputNotFromGetVersion(t *testing.T) {
 		wantGetVersion bool
 	}{{"started by the current GitRepo", ClusterShapeCurrent, false}, {"started before Shape existed", 0, true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			var s testsuite.WorkflowTestSuite
-			env := s.NewTestWorkflowEnvironment()
-			var a *activities.Activities
+			env := newEnv()
 			observeNewThenDeployed(env)
-			env.OnActivity(a.Apply, mock.Anything, mock.Anything).Return(activities.ApplyResult{Bundles: []activities.BundleApplyResult{{Bundle: "web", Revision: 1}}}, nil)
+			env.OnActivity(api.ActivityApply, mock.Anything, mock.Anything).Return(api.ApplyResult{Bundles: []api.BundleApplyResult{{Bundle: "web", Revision: 1}}}, nil)
 			captureReports(env)
 			askedVersion := false
 			env.OnGetVersion(clusterLoop2, workflow.DefaultVersion, 1).Return(func(string, workflow.Version, workflow.Version) workflow.Version {

@@ -3,13 +3,13 @@ package workflows
 import (
 	"strings"
 
-	"github.com/flotilla-gitops/flotilla/activities"
+	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
 )
 
 // decideInput is everything the pure release decision needs about one bundle.
 type decideInput struct {
-	Obs          activities.BundleObservation
+	Obs          api.BundleObservation
 	CorrectDrift *fleet.CorrectDrift
 	Paused       bool
 	// RetryDue is false while a failed apply of this same desired state is backing off.
@@ -26,26 +26,26 @@ func decide(in decideInput) (action string, force bool) {
 	r := o.Release
 	switch {
 	case !r.Exists:
-		return activities.ActionInstall, false
+		return api.ActionInstall, false
 	case strings.HasPrefix(r.Status, "pending-") || r.Status == "uninstalling":
 		// A worker killed mid-operation leaves the release locked; nothing else moves it.
-		return activities.ActionRecover, false
+		return api.ActionRecover, false
 	case r.DeploymentID != o.DesiredID:
 		if r.Status == "failed" && !in.RetryDue {
 			return "", false
 		}
-		return activities.ActionUpgrade, false
+		return api.ActionUpgrade, false
 	case r.Status == "failed":
 		if !in.RetryDue {
 			return "", false
 		}
-		return activities.ActionUpgrade, false
+		return api.ActionUpgrade, false
 	case r.Status != "deployed":
-		return activities.ActionUpgrade, false
+		return api.ActionUpgrade, false
 	}
 	drifted := o.Resources.Counts.Missing > 0 || o.Resources.Counts.Modified > 0
 	if drifted && in.CorrectDrift != nil && in.CorrectDrift.Enabled && in.RetryDue {
-		return activities.ActionRollback, in.CorrectDrift.Force
+		return api.ActionRollback, in.CorrectDrift.Force
 	}
 	return "", false
 }

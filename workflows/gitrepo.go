@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"sort"
 	"strings"
 	"time"
 
@@ -14,7 +13,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flotilla-gitops/flotilla/activities"
+	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
 )
 
@@ -42,21 +41,21 @@ type RunOptions struct {
 
 // GitRepoCarry is the GitRepo workflow's state across continue-as-new.
 type GitRepoCarry struct {
-	Commit              string                   `json:"commit,omitempty"`
-	InventoryGeneration int64                    `json:"inventoryGeneration,omitempty"`
-	Plan                *activities.Plan         `json:"plan,omitempty"`
-	PlanKey             string                   `json:"planKey,omitempty"`
-	Generation          int64                    `json:"generation,omitempty"`
-	Delivered           map[string]delivery      `json:"delivered,omitempty"`
-	Clusters            map[string]ClusterStatus `json:"clusters,omitempty"`
-	Known               map[string]bool          `json:"known,omitempty"`
-	Removing            map[string]bool          `json:"removing,omitempty"`
-	Error               string                   `json:"error,omitempty"`
-	LastPolled          time.Time                `json:"lastPolled,omitempty"`
-	LastResync          time.Time                `json:"lastResync,omitempty"`
-	ForceSync           bool                     `json:"forceSync,omitempty"`
-	Deleting            bool                     `json:"deleting,omitempty"`
-	Published           string                   `json:"published,omitempty"`
+	Commit              string                       `json:"commit,omitempty"`
+	InventoryGeneration int64                        `json:"inventoryGeneration,omitempty"`
+	Plan                *api.Plan                    `json:"plan,omitempty"`
+	PlanKey             string                       `json:"planKey,omitempty"`
+	Generation          int64                        `json:"generation,omitempty"`
+	Delivered           map[string]delivery          `json:"delivered,omitempty"`
+	Clusters            map[string]api.ClusterStatus `json:"clusters,omitempty"`
+	Known               map[string]bool              `json:"known,omitempty"`
+	Removing            map[string]bool              `json:"removing,omitempty"`
+	Error               string                       `json:"error,omitempty"`
+	LastPolled          time.Time                    `json:"lastPolled,omitempty"`
+	LastResync          time.Time                    `json:"lastResync,omitempty"`
+	ForceSync           bool                         `json:"forceSync,omitempty"`
+	Deleting            bool                         `json:"deleting,omitempty"`
+	Published           string                       `json:"published,omitempty"`
 	// Held is a plan waiting for approval; Approved is the key of the held plan a person approved.
 	Held     *HeldPlan `json:"held,omitempty"`
 	Approved string    `json:"approved,omitempty"`
@@ -72,10 +71,9 @@ type delivery struct {
 
 // deliveryEvent is how delivery coroutines report back to the main loop.
 type deliveryEvent struct {
-	cluster    string
-	generation int64
-	kind       eventKind
-	err        error
+	cluster string
+	kind    eventKind
+	err     error
 }
 
 type eventKind int
@@ -142,7 +140,7 @@ func validateGitRepo(g fleet.GitRepo, strictURL bool) error {
 func GitRepoWorkflow(ctx workflow.Context, in GitRepoInput) error {
 	strict := workflow.GetVersion(ctx, strictRepoURL, workflow.DefaultVersion, 1) == 1
 	if err := validateGitRepo(in.GitRepo, strict); err != nil {
-		return temporal.NewNonRetryableApplicationError(err.Error(), "InvalidGitRepo", nil)
+		return temporal.NewNonRetryableApplicationError(err.Error(), api.ErrTypeInvalidGitRepo, nil)
 	}
 	g := &gitRepoRun{spec: in.GitRepo, paused: in.Spec.Paused}
 	if in.Flotilla != nil {
@@ -154,28 +152,28 @@ func GitRepoWorkflow(ctx workflow.Context, in GitRepoInput) error {
 	if len(in.CarryZ) > 0 {
 		c, err := unpackCarry(in.CarryZ)
 		if err != nil {
-			return temporal.NewNonRetryableApplicationError("gitrepo "+in.Metadata.Name+": carried state: "+err.Error(), "InvalidCarry", nil)
+			return temporal.NewNonRetryableApplicationError("gitrepo "+in.Metadata.Name+": carried state: "+err.Error(), api.ErrTypeInvalidCarry, nil)
 		}
 		g.carry = c
 	}
 	g.initMaps()
 	g.events = workflow.NewBufferedChannel(ctx, 10000)
-	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (GitRepoStatus, error) { return g.view(), nil }); err != nil {
+	if err := workflow.SetQueryHandler(ctx, api.QueryStatus, func() (api.GitRepoStatus, error) { return g.view(), nil }); err != nil {
 		return err
 	}
-	if err := workflow.SetQueryHandler(ctx, QuerySpec, func() (fleet.GitRepo, error) { return g.specView(), nil }); err != nil {
+	if err := workflow.SetQueryHandler(ctx, api.QuerySpec, func() (fleet.GitRepo, error) { return g.specView(), nil }); err != nil {
 		return err
 	}
 	g.wake = workflow.NewBufferedChannel(ctx, 1)
-	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateSetPollingInterval, g.setPollingInterval,
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, api.UpdateSetPollingInterval, g.setPollingInterval,
 		workflow.UpdateHandlerOptions{Validator: validatePollingInterval}); err != nil {
 		return err
 	}
-	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateApproveRemoval, g.approveRemoval,
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, api.UpdateApproveRemoval, g.approveRemoval,
 		workflow.UpdateHandlerOptions{Validator: g.validateApproval}); err != nil {
 		return err
 	}
-	_ = workflow.UpsertTypedSearchAttributes(ctx, SearchGitRepo.ValueSet(g.spec.Metadata.Name), SearchRepo.ValueSet(g.spec.Spec.Repo))
+	_ = workflow.UpsertTypedSearchAttributes(ctx, searchGitRepo.ValueSet(g.spec.Metadata.Name), searchRepo.ValueSet(g.spec.Spec.Repo))
 	return g.loop(ctx)
 }
 
@@ -184,32 +182,16 @@ func GitRepoWorkflow(ctx workflow.Context, in GitRepoInput) error {
 // check when it continues as new, where it stops with InvalidGitRepo naming the part to remove.
 const strictRepoURL = "strict-repo-url"
 
-// QuerySpec answers the GitRepo document the workflow currently runs with (`flotilla render --gitrepo` reads
-// it). It holds no credentials: spec.repo may not carry a password and clientSecretName only names
-// credentials that stay on the worker.
-const QuerySpec = "spec"
-
 func (g *gitRepoRun) specView() fleet.GitRepo {
 	s := g.spec
 	s.Spec.Paused = g.paused
 	return s
 }
 
-// SetPollingIntervalInput is the input of the setPollingInterval update.
-type SetPollingIntervalInput struct {
-	PollingInterval string `json:"pollingInterval"`
-}
-
-// SetPollingIntervalResult says when the repository is polled next.
-type SetPollingIntervalResult struct {
-	PollingInterval string    `json:"pollingInterval"`
-	NextPoll        time.Time `json:"nextPoll"`
-}
-
 // MinPollingInterval keeps a typo from turning polling into a busy loop.
 const MinPollingInterval = time.Second
 
-func validatePollingInterval(_ workflow.Context, in SetPollingIntervalInput) error {
+func validatePollingInterval(_ workflow.Context, in api.SetPollingIntervalInput) error {
 	d, err := time.ParseDuration(in.PollingInterval)
 	if err != nil {
 		return fmt.Errorf("pollingInterval %q: not a duration (e.g. \"30s\", \"5m\")", in.PollingInterval)
@@ -221,13 +203,13 @@ func validatePollingInterval(_ workflow.Context, in SetPollingIntervalInput) err
 }
 
 // setPollingInterval reschedules the next poll from the last one, so a shorter interval takes effect at once.
-func (g *gitRepoRun) setPollingInterval(ctx workflow.Context, in SetPollingIntervalInput) (SetPollingIntervalResult, error) {
+func (g *gitRepoRun) setPollingInterval(ctx workflow.Context, in api.SetPollingIntervalInput) (api.SetPollingIntervalResult, error) {
 	g.spec.Spec.PollingInterval = in.PollingInterval
 	if !g.carry.LastPolled.IsZero() {
 		g.nextPoll = g.carry.LastPolled.Add(g.pollingInterval() + g.jitter(g.pollingInterval(), g.polls))
 	}
 	g.wake.SendAsync(true)
-	return SetPollingIntervalResult{PollingInterval: in.PollingInterval, NextPoll: g.nextPoll}, nil
+	return api.SetPollingIntervalResult{PollingInterval: in.PollingInterval, NextPoll: g.nextPoll}, nil
 }
 
 func (g *gitRepoRun) initMaps() {
@@ -235,7 +217,7 @@ func (g *gitRepoRun) initMaps() {
 		g.carry.Delivered = map[string]delivery{}
 	}
 	if g.carry.Clusters == nil {
-		g.carry.Clusters = map[string]ClusterStatus{}
+		g.carry.Clusters = map[string]api.ClusterStatus{}
 	}
 	if g.carry.Known == nil {
 		g.carry.Known = map[string]bool{}
@@ -282,12 +264,12 @@ func (g *gitRepoRun) jitter(d time.Duration, n int64) time.Duration {
 }
 
 func (g *gitRepoRun) loop(ctx workflow.Context) error {
-	syncCh := workflow.GetSignalChannel(ctx, SignalSync)
-	specCh := workflow.GetSignalChannel(ctx, SignalSpec)
-	pauseCh := workflow.GetSignalChannel(ctx, SignalPause)
-	resumeCh := workflow.GetSignalChannel(ctx, SignalResume)
-	deleteCh := workflow.GetSignalChannel(ctx, SignalDelete)
-	reportCh := workflow.GetSignalChannel(ctx, SignalClusterReport)
+	syncCh := workflow.GetSignalChannel(ctx, api.SignalSync)
+	specCh := workflow.GetSignalChannel(ctx, api.SignalSpec)
+	pauseCh := workflow.GetSignalChannel(ctx, api.SignalPause)
+	resumeCh := workflow.GetSignalChannel(ctx, api.SignalResume)
+	deleteCh := workflow.GetSignalChannel(ctx, api.SignalDelete)
+	reportCh := workflow.GetSignalChannel(ctx, api.SignalClusterReport)
 	loop2 := workflow.GetVersion(ctx, gitRepoLoop2, workflow.DefaultVersion, 1) == 1
 	for {
 		now := workflow.Now(ctx)
@@ -406,7 +388,7 @@ func (g *gitRepoRun) addSignalHandlers(ctx workflow.Context, sel workflow.Select
 		g.paused = spec.Spec.Paused
 		g.carry.ForceSync = true
 		if repoChanged && workflow.GetVersion(ctx, "repo-search-attribute-follows-spec", workflow.DefaultVersion, 1) == 1 {
-			_ = workflow.UpsertTypedSearchAttributes(ctx, SearchRepo.ValueSet(spec.Spec.Repo))
+			_ = workflow.UpsertTypedSearchAttributes(ctx, searchRepo.ValueSet(spec.Spec.Repo))
 		}
 	})
 	sel.AddReceive(pauseCh, func(c workflow.ReceiveChannel, _ bool) {
@@ -486,8 +468,8 @@ func (g *gitRepoRun) poll(ctx workflow.Context, resync bool) {
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 3},
 		Summary:             "ls-remote " + s.Repo,
 	})
-	var res activities.PollResult
-	err := workflow.ExecuteActivity(actx, (*activities.Activities).Poll, activities.PollInput{
+	var res api.PollResult
+	err := workflow.ExecuteActivity(actx, api.ActivityPoll, api.PollInput{
 		GitRepo: g.name(), Repo: s.Repo, Branch: s.Branch, Revision: s.Revision, ClientSecretName: s.ClientSecretName,
 	}).Get(ctx, &res)
 	g.carry.LastPolled = workflow.Now(ctx)
@@ -512,8 +494,8 @@ func (g *gitRepoRun) poll(ctx workflow.Context, resync bool) {
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 3},
 		Summary:             "plan " + short(res.Commit),
 	})
-	var plan activities.Plan
-	err = workflow.ExecuteActivity(pctx, (*activities.Activities).Plan, activities.PlanInput{
+	var plan api.Plan
+	err = workflow.ExecuteActivity(pctx, api.ActivityPlan, api.PlanInput{
 		GitRepo: g.name(), Repo: s.Repo, Commit: res.Commit, ClientSecretName: s.ClientSecretName,
 		Paths: s.Paths, Targets: s.Targets,
 	}).Get(ctx, &plan)
@@ -541,7 +523,7 @@ func (g *gitRepoRun) removeUntargeted(ctx workflow.Context) {
 		planned[c.Name] = true
 		delete(g.carry.Removing, c.Name)
 	}
-	var gone []string
+	var gone []string // sorted, as DeterministicKeys is
 	for _, c := range workflow.DeterministicKeys(g.carry.Known) {
 		if !planned[c] && !g.carry.Removing[c] {
 			gone = append(gone, c)
@@ -552,7 +534,6 @@ func (g *gitRepoRun) removeUntargeted(ctx workflow.Context) {
 			delete(g.carry.Clusters, c) // nothing runs there for us
 		}
 	}
-	sort.Strings(gone)
 	for _, c := range gone {
 		g.carry.Removing[c] = true
 		delete(g.carry.Delivered, c)
@@ -562,7 +543,7 @@ func (g *gitRepoRun) removeUntargeted(ctx workflow.Context) {
 
 func (g *gitRepoRun) signalRemove(ctx workflow.Context, cluster string) {
 	req := RemoveRequest{KeepResources: g.spec.Spec.KeepResources}
-	f := workflow.SignalExternalWorkflow(ctx, ClusterWorkflowID(g.name(), cluster), "", SignalRemove, req)
+	f := workflow.SignalExternalWorkflow(ctx, api.ClusterWorkflowID(g.name(), cluster), "", api.SignalRemove, req)
 	g.pending++
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		kind := eventRemoveSent
@@ -584,9 +565,9 @@ func (g *gitRepoRun) resync(ctx workflow.Context) {
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 2},
 		Summary:             "list cluster workflows",
 	})
-	var res activities.ListClusterWorkflowsResult
-	if err := workflow.ExecuteActivity(actx, (*activities.Activities).ListClusterWorkflows,
-		activities.ListClusterWorkflowsInput{GitRepo: g.name()}).Get(ctx, &res); err != nil {
+	var res api.ListClusterWorkflowsResult
+	if err := workflow.ExecuteActivity(actx, api.ActivityListClusterWorkflows,
+		api.ListClusterWorkflowsInput{GitRepo: g.name()}).Get(ctx, &res); err != nil {
 		workflow.GetLogger(ctx).Warn("listing cluster workflows failed", "gitRepo", g.name(), "error", err)
 		return
 	}
@@ -605,12 +586,12 @@ func (g *gitRepoRun) resync(ctx workflow.Context) {
 	}
 }
 
-func (g *gitRepoRun) target(pc activities.PlannedCluster) activities.ClusterTarget {
+func (g *gitRepoRun) target(pc api.PlannedCluster) api.ClusterTarget {
 	s := g.spec.Spec
-	t := activities.ClusterTarget{
+	t := api.ClusterTarget{
 		GitRepo: g.name(), Cluster: pc.Name, ClusterDigest: pc.Digest, Repo: s.Repo, Commit: g.carry.Commit,
 		ClientSecretName: s.ClientSecretName,
-		Options: activities.DeployOptions{
+		Options: api.DeployOptions{
 			TargetNamespace: s.TargetNamespace, KeepResources: s.KeepResources,
 			CorrectDrift: s.CorrectDrift, ForceSyncGeneration: s.ForceSyncGeneration,
 		},
@@ -656,15 +637,15 @@ func (g *gitRepoRun) deliver(ctx workflow.Context) {
 
 // send signals the cluster workflow, starting it as a child when it does not run.
 func (g *gitRepoRun) send(ctx workflow.Context, cluster string, up DesiredUpdate) {
-	id := ClusterWorkflowID(g.name(), cluster)
+	id := api.ClusterWorkflowID(g.name(), cluster)
 	known := g.carry.Known[cluster]
 	if !known {
 		g.startsThisRun++
 	}
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		if known {
-			if err := workflow.SignalExternalWorkflow(gctx, id, "", SignalDesired, up).Get(gctx, nil); err == nil {
-				g.events.Send(gctx, deliveryEvent{cluster: cluster, generation: up.Generation})
+			if err := workflow.SignalExternalWorkflow(gctx, id, "", api.SignalDesired, up).Get(gctx, nil); err == nil {
+				g.events.Send(gctx, deliveryEvent{cluster: cluster})
 				return
 			}
 		}
@@ -674,7 +655,7 @@ func (g *gitRepoRun) send(ctx workflow.Context, cluster string, up DesiredUpdate
 			WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 			StaticSummary:         fmt.Sprintf("GitRepo %s on cluster %s", g.name(), cluster),
 			TypedSearchAttributes: temporal.NewSearchAttributes(
-				SearchGitRepo.ValueSet(g.name()), SearchCluster.ValueSet(cluster), SearchRepo.ValueSet(g.spec.Spec.Repo)),
+				searchGitRepo.ValueSet(g.name()), searchCluster.ValueSet(cluster), searchRepo.ValueSet(g.spec.Spec.Repo)),
 		})
 		child := workflow.ExecuteChildWorkflow(cctx, ClusterWorkflow, ClusterWorkflowInput{
 			Target: up.Target, Generation: up.Generation, Paused: up.Paused, CheckInterval: up.CheckInterval,
@@ -683,11 +664,11 @@ func (g *gitRepoRun) send(ctx workflow.Context, cluster string, up DesiredUpdate
 		err := child.GetChildWorkflowExecution().Get(gctx, nil)
 		var already *temporal.ChildWorkflowExecutionAlreadyStartedError
 		if errors.As(err, &already) {
-			err = workflow.SignalExternalWorkflow(gctx, id, "", SignalDesired, up).Get(gctx, nil)
-			g.events.Send(gctx, deliveryEvent{cluster: cluster, generation: up.Generation, err: err})
+			err = workflow.SignalExternalWorkflow(gctx, id, "", api.SignalDesired, up).Get(gctx, nil)
+			g.events.Send(gctx, deliveryEvent{cluster: cluster, err: err})
 			return
 		}
-		g.events.Send(gctx, deliveryEvent{cluster: cluster, generation: up.Generation, err: err})
+		g.events.Send(gctx, deliveryEvent{cluster: cluster, err: err})
 		if err != nil {
 			return
 		}
@@ -699,12 +680,7 @@ func (g *gitRepoRun) send(ctx workflow.Context, cluster string, up DesiredUpdate
 
 // deleteEverywhere uninstalls the GitRepo from every cluster, then ends the workflow.
 func (g *gitRepoRun) deleteEverywhere(ctx workflow.Context, reportCh workflow.ReceiveChannel) error {
-	var all []string
 	for _, c := range workflow.DeterministicKeys(g.carry.Known) {
-		all = append(all, c)
-	}
-	sort.Strings(all)
-	for _, c := range all {
 		if !g.carry.Removing[c] {
 			g.carry.Removing[c] = true
 			g.signalRemove(ctx, c)
@@ -731,12 +707,8 @@ func (g *gitRepoRun) deleteEverywhere(ctx workflow.Context, reportCh workflow.Re
 		sel.Select(ctx)
 	}
 	if len(g.carry.Removing) > 0 {
-		var left []string
-		for _, c := range workflow.DeterministicKeys(g.carry.Removing) {
-			left = append(left, c)
-		}
-		sort.Strings(left)
-		return temporal.NewApplicationError("gitrepo "+g.name()+": not removed from clusters "+strings.Join(left, ", "), "RemoveIncomplete")
+		left := workflow.DeterministicKeys(g.carry.Removing)
+		return temporal.NewApplicationError("gitrepo "+g.name()+": not removed from clusters "+strings.Join(left, ", "), api.ErrTypeRemoveIncomplete)
 	}
 	return nil
 }
@@ -764,11 +736,11 @@ func (g *gitRepoRun) nextRunInput() (GitRepoInput, bool) {
 }
 
 // view is the GitRepo status: every planned cluster, reported or not, never a stale Ready.
-func (g *gitRepoRun) view() GitRepoStatus {
+func (g *gitRepoRun) view() api.GitRepoStatus {
 	s := g.spec.Spec
-	st := GitRepoStatus{
+	st := api.GitRepoStatus{
 		Name: g.name(), Repo: s.Repo, Branch: s.Branch, Revision: s.Revision, Commit: g.carry.Commit, Paused: g.paused,
-		Error: g.carry.Error, LastPolled: g.carry.LastPolled, Clusters: []ClusterStatus{}, Bundles: []string{},
+		Error: g.carry.Error, LastPolled: g.carry.LastPolled, Clusters: []api.ClusterStatus{}, Bundles: []string{},
 		PollingInterval: g.pollingInterval().String(), NextPoll: g.nextPoll,
 	}
 	if s.DisablePolling {
@@ -790,32 +762,32 @@ func (g *gitRepoRun) view() GitRepoStatus {
 	return st
 }
 
-func (g *gitRepoRun) clusterView(pc activities.PlannedCluster) ClusterStatus {
+func (g *gitRepoRun) clusterView(pc api.PlannedCluster) api.ClusterStatus {
 	cs, reported := g.carry.Clusters[pc.Name]
 	if !reported {
-		cs = ClusterStatus{Name: pc.Name, State: StatePending, Message: "waiting for its cluster workflow", Reachable: true}
+		cs = api.ClusterStatus{Name: pc.Name, State: api.StatePending, Message: "waiting for its cluster workflow", Reachable: true}
 		for _, i := range pc.Bundles {
-			cs.Bundles = append(cs.Bundles, BundleStatus{Name: g.carry.Plan.Bundles[i].Name, State: StatePending})
+			cs.Bundles = append(cs.Bundles, api.BundleStatus{Name: g.carry.Plan.Bundles[i].Name, State: api.StatePending})
 		}
 		if g.paused || pc.Paused {
-			cs.State, cs.Message = StateOutOfSync, "paused"
+			cs.State, cs.Message = api.StateOutOfSync, "paused"
 		}
 		return cs
 	}
-	cs.Bundles = append([]BundleStatus(nil), cs.Bundles...)
+	cs.Bundles = append([]api.BundleStatus(nil), cs.Bundles...)
 	d, delivered := g.carry.Delivered[pc.Name]
 	switch {
 	case (g.paused || pc.Paused) && cs.Commit != g.carry.Commit:
-		if !Worse(cs.State, StateOutOfSync) {
-			cs.State = StateOutOfSync
+		if !api.Worse(cs.State, api.StateOutOfSync) {
+			cs.State = api.StateOutOfSync
 		}
 		cs.Message = fmt.Sprintf("paused at commit %s; %s is waiting", short(cs.Commit), short(g.carry.Commit))
 	case delivered && d.Generation > cs.Generation && cs.Reachable:
-		cs.State = StateWaitApplied
+		cs.State = api.StateWaitApplied
 		cs.Message = fmt.Sprintf("applying commit %s", short(g.carry.Commit))
-	case cs.Commit != g.carry.Commit && cs.Reachable && !Worse(cs.State, StateOutOfSync):
+	case cs.Commit != g.carry.Commit && cs.Reachable && !api.Worse(cs.State, api.StateOutOfSync):
 		// Not delivered yet (the rollout window is full): what it runs is not what the GitRepo wants.
-		cs.State = StateOutOfSync
+		cs.State = api.StateOutOfSync
 		cs.Message = fmt.Sprintf("at commit %s; %s waits for the rollout window", short(cs.Commit), short(g.carry.Commit))
 	}
 	return cs
@@ -843,15 +815,15 @@ func (g *gitRepoRun) publish(ctx workflow.Context, paced bool) {
 	g.publishDue, g.publishedAt, g.publishedKey = time.Time{}, now, key
 	g.carry.Published = fp
 	_ = workflow.UpsertTypedSearchAttributes(ctx,
-		SearchState.ValueSet(st.State), SearchReady.ValueSet(ready), SearchCommit.ValueSet(st.Commit),
-		SearchHasError.ValueSet(hasError))
+		searchState.ValueSet(st.State), searchReady.ValueSet(ready), searchCommit.ValueSet(st.Commit),
+		searchHasError.ValueSet(hasError))
 	_ = workflow.UpsertMemo(ctx, map[string]any{
 		"state": st.State, "ready": ready, "commit": st.Commit, "message": st.Message, "summary": st.Summary,
 	})
 	workflow.SetCurrentDetails(ctx, gitRepoDetails(st))
 }
 
-func gitRepoDetails(st GitRepoStatus) string {
+func gitRepoDetails(st api.GitRepoStatus) string {
 	var b strings.Builder
 	b.WriteString(fmt.Sprintf("**%s**: %d/%d clusters ready at commit `%s`\n\n", st.State, st.ReadyClusters, st.DesiredReadyClusters, short(st.Commit)))
 	if st.Error != "" {
@@ -859,7 +831,7 @@ func gitRepoDetails(st GitRepoStatus) string {
 	}
 	if !st.NextPoll.IsZero() {
 		b.WriteString(fmt.Sprintf("Polls every %s (next %s UTC; change it with the `%s` update)\n\n",
-			st.PollingInterval, st.NextPoll.UTC().Format("15:04:05"), UpdateSetPollingInterval))
+			st.PollingInterval, st.NextPoll.UTC().Format("15:04:05"), api.UpdateSetPollingInterval))
 	}
 	b.WriteString("| cluster | state | ready | message |\n|---|---|---|---|\n")
 	for i, c := range st.Clusters {

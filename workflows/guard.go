@@ -7,7 +7,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flotilla-gitops/flotilla/activities"
+	"github.com/flotilla-gitops/flotilla/api"
 )
 
 // A new plan that removes everything, or most of a fleet, is far more often a mistake (a commit that left
@@ -30,7 +30,7 @@ type HeldPlan struct {
 const massRemovalMinClusters = 2
 
 // removalHold says why next may not replace prev without approval, or "" when it may. It is pure.
-func removalHold(gitRepo string, prev, next *activities.Plan) string {
+func removalHold(gitRepo string, prev, next *api.Plan) string {
 	if prev == nil {
 		return ""
 	}
@@ -62,19 +62,7 @@ func removalHold(gitRepo string, prev, next *activities.Plan) string {
 		next.InventoryGeneration, len(next.Clusters), len(prev.Clusters), len(dropped), strings.Join(names, ", "), more, approve)
 }
 
-// ApproveRemovalInput is the input of the approveRemoval update.
-type ApproveRemovalInput struct {
-	// Commit, when set, must be (a prefix of) the held plan's commit, so a person approves what they saw.
-	Commit string `json:"commit,omitempty"`
-}
-
-// ApproveRemovalResult says what was approved.
-type ApproveRemovalResult struct {
-	Commit  string `json:"commit"`
-	Message string `json:"message"`
-}
-
-func (g *gitRepoRun) validateApproval(_ workflow.Context, in ApproveRemovalInput) error {
+func (g *gitRepoRun) validateApproval(_ workflow.Context, in api.ApproveRemovalInput) error {
 	h := g.carry.Held
 	if h == nil {
 		return fmt.Errorf("gitrepo %q: no plan is held for approval", g.name())
@@ -86,22 +74,22 @@ func (g *gitRepoRun) validateApproval(_ workflow.Context, in ApproveRemovalInput
 }
 
 // approveRemoval lets the held plan through at the next pass.
-func (g *gitRepoRun) approveRemoval(_ workflow.Context, _ ApproveRemovalInput) (ApproveRemovalResult, error) {
+func (g *gitRepoRun) approveRemoval(_ workflow.Context, _ api.ApproveRemovalInput) (api.ApproveRemovalResult, error) {
 	h := g.carry.Held
 	if h == nil {
-		return ApproveRemovalResult{}, fmt.Errorf("gitrepo %q: no plan is held for approval", g.name())
+		return api.ApproveRemovalResult{}, fmt.Errorf("gitrepo %q: no plan is held for approval", g.name())
 	}
 	g.carry.Approved = h.Key
 	g.carry.ForceSync = true
 	g.wake.SendAsync(true)
-	return ApproveRemovalResult{Commit: h.Commit, Message: h.Message}, nil
+	return api.ApproveRemovalResult{Commit: h.Commit, Message: h.Message}, nil
 }
 
 // keepUnloaded keeps every bundle whose fleet.yaml does not load where the last good plan had it: its
 // overrideTargets are unknown, and planning it with the GitRepo's targets would drop the clusters only
 // they reached, and so uninstall it there. Those clusters keep its release and show its error; a bundle
 // the last plan did not have keeps the GitRepo's targets, where its error then shows. It is pure.
-func keepUnloaded(prev *activities.Plan, next *activities.Plan) {
+func keepUnloaded(prev *api.Plan, next *api.Plan) {
 	if prev == nil || len(next.Unloaded) == 0 {
 		return
 	}
@@ -109,11 +97,11 @@ func keepUnloaded(prev *activities.Plan, next *activities.Plan) {
 	for i, b := range prev.Bundles {
 		prevIndex[b.Name] = i
 	}
-	clusters := map[string]*activities.PlannedCluster{}
+	clusters := map[string]*api.PlannedCluster{}
 	for i := range next.Clusters {
 		clusters[next.Clusters[i].Name] = &next.Clusters[i]
 	}
-	var added []activities.PlannedCluster
+	var added []api.PlannedCluster
 	for _, u := range next.Unloaded {
 		j, known := prevIndex[next.Bundles[u].Name]
 		if !known {
@@ -128,7 +116,7 @@ func keepUnloaded(prev *activities.Plan, next *activities.Plan) {
 						c.Bundles = append(c.Bundles, u)
 					}
 				} else {
-					added = append(added, activities.PlannedCluster{Name: pc.Name, Digest: pc.Digest, Paused: pc.Paused, Bundles: []int{u}})
+					added = append(added, api.PlannedCluster{Name: pc.Name, Digest: pc.Digest, Paused: pc.Paused, Bundles: []int{u}})
 				}
 			}
 		}
@@ -138,9 +126,7 @@ func keepUnloaded(prev *activities.Plan, next *activities.Plan) {
 			}
 		}
 	}
-	for i := range added {
-		next.Clusters = append(next.Clusters, added[i])
-	}
+	next.Clusters = append(next.Clusters, added...)
 	kept := next.Clusters[:0]
 	for _, c := range next.Clusters {
 		if len(c.Bundles) > 0 {

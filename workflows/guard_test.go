@@ -6,16 +6,16 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/flotilla-gitops/flotilla/activities"
+	"github.com/flotilla-gitops/flotilla/api"
 )
 
-func planOf(bundles int, clusters ...string) *activities.Plan {
-	p := &activities.Plan{Commit: "0123456789abcdef", InventoryGeneration: 7}
+func planOf(bundles int, clusters ...string) *api.Plan {
+	p := &api.Plan{Commit: "0123456789abcdef", InventoryGeneration: 7}
 	for i := 0; i < bundles; i++ {
-		p.Bundles = append(p.Bundles, activities.BundleRef{Name: fmt.Sprintf("b%d", i)})
+		p.Bundles = append(p.Bundles, api.BundleRef{Name: fmt.Sprintf("b%d", i)})
 	}
 	for _, c := range clusters {
-		p.Clusters = append(p.Clusters, activities.PlannedCluster{Name: c})
+		p.Clusters = append(p.Clusters, api.PlannedCluster{Name: c})
 	}
 	return p
 }
@@ -23,7 +23,7 @@ func planOf(bundles int, clusters ...string) *activities.Plan {
 func TestWhatAPlanMayRemoveWithoutApproval(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
-		prev, next *activities.Plan
+		prev, next *api.Plan
 		held       string
 	}{
 		{"the first plan", nil, planOf(0), ""},
@@ -50,12 +50,12 @@ func TestWhatAPlanMayRemoveWithoutApproval(t *testing.T) {
 // A bundle whose fleet.yaml stops loading stays where the last good plan had it: cluster "two", reached only
 // through its overrideTargets, keeps it; "one", which the GitRepo's targets give it now, does not get it.
 func TestABundleThatStopsLoadingStaysWhereItWas(t *testing.T) {
-	prev := &activities.Plan{Bundles: []activities.BundleRef{{Name: "edge"}, {Name: "web"}},
-		Clusters: []activities.PlannedCluster{{Name: "one", Bundles: []int{1}}, {Name: "two", Digest: "d2", Bundles: []int{0}}}}
-	next := &activities.Plan{Bundles: []activities.BundleRef{{Name: "api"}, {Name: "edge"}, {Name: "web"}}, Unloaded: []int{0, 1},
-		Clusters: []activities.PlannedCluster{{Name: "one", Bundles: []int{0, 1, 2}}}}
+	prev := &api.Plan{Bundles: []api.BundleRef{{Name: "edge"}, {Name: "web"}},
+		Clusters: []api.PlannedCluster{{Name: "one", Bundles: []int{1}}, {Name: "two", Digest: "d2", Bundles: []int{0}}}}
+	next := &api.Plan{Bundles: []api.BundleRef{{Name: "api"}, {Name: "edge"}, {Name: "web"}}, Unloaded: []int{0, 1},
+		Clusters: []api.PlannedCluster{{Name: "one", Bundles: []int{0, 1, 2}}}}
 	keepUnloaded(prev, next)
-	require.Equal(t, []activities.PlannedCluster{
+	require.Equal(t, []api.PlannedCluster{
 		{Name: "one", Bundles: []int{0, 2}}, // api is new: its error shows where the GitRepo deploys
 		{Name: "two", Digest: "d2", Bundles: []int{1}},
 	}, next.Clusters)

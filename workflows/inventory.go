@@ -8,7 +8,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flotilla-gitops/flotilla/activities"
+	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/inventory"
 )
@@ -25,7 +25,7 @@ func InventoryWorkflow(ctx workflow.Context, in InventoryInput) error {
 	if in.Inventory != nil {
 		inv = *in.Inventory
 	}
-	if err := workflow.SetQueryHandler(ctx, inventory.QueryInventory, func() (inventory.Inventory, error) {
+	if err := workflow.SetQueryHandler(ctx, api.QueryInventory, func() (inventory.Inventory, error) {
 		return inv, nil
 	}); err != nil {
 		return err
@@ -38,12 +38,12 @@ func InventoryWorkflow(ctx workflow.Context, in InventoryInput) error {
 		handler any
 		valid   any
 	}{
-		{inventory.UpdateUpsertCluster,
+		{api.UpdateUpsertCluster,
 			func(ctx workflow.Context, c fleet.Cluster) (inventory.ChangeResult, error) {
 				return changed(inv.UpsertCluster(c))
 			},
 			func(ctx workflow.Context, c fleet.Cluster) error { return inventory.ValidateCluster(c) }},
-		{inventory.UpdateAddCluster,
+		{api.UpdateAddCluster,
 			func(ctx workflow.Context, c fleet.Cluster) (inventory.ChangeResult, error) {
 				return changed(inv.UpsertCluster(c))
 			},
@@ -53,17 +53,17 @@ func InventoryWorkflow(ctx workflow.Context, in InventoryInput) error {
 				}
 				return inv.CheckAdd(c)
 			}},
-		{inventory.UpdateRemoveCluster,
+		{api.UpdateRemoveCluster,
 			func(ctx workflow.Context, r inventory.RemoveInput) (inventory.ChangeResult, error) {
 				return changed(inv.RemoveCluster(r.Name))
 			},
 			func(ctx workflow.Context, r inventory.RemoveInput) error { return nil }},
-		{inventory.UpdateUpsertClusterGroup,
+		{api.UpdateUpsertClusterGroup,
 			func(ctx workflow.Context, g fleet.ClusterGroup) (inventory.ChangeResult, error) {
 				return changed(inv.UpsertGroup(g))
 			},
 			func(ctx workflow.Context, g fleet.ClusterGroup) error { return inventory.ValidateGroup(g) }},
-		{inventory.UpdateRemoveClusterGroup,
+		{api.UpdateRemoveClusterGroup,
 			func(ctx workflow.Context, r inventory.RemoveInput) (inventory.ChangeResult, error) {
 				return changed(inv.RemoveGroup(r.Name))
 			},
@@ -145,8 +145,8 @@ func notifyGitRepos(ctx workflow.Context, generation int64) {
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3},
 		Summary:             "tell GitRepos the inventory changed",
 	})
-	var res activities.NotifyGitReposResult
-	if err := workflow.ExecuteActivity(actx, (*activities.Activities).NotifyGitRepos, activities.NotifyGitReposInput{Generation: generation}).Get(ctx, &res); err != nil {
+	var res api.NotifyGitReposResult
+	if err := workflow.ExecuteActivity(actx, api.ActivityNotifyGitRepos, api.NotifyGitReposInput{Generation: generation}).Get(ctx, &res); err != nil {
 		workflow.GetLogger(ctx).Warn("could not notify GitRepos of an inventory change", "generation", generation, "error", err)
 	}
 }

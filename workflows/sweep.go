@@ -6,7 +6,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/flotilla-gitops/flotilla/activities"
+	"github.com/flotilla-gitops/flotilla/api"
 )
 
 // What leaves a cluster is uninstalled: a bundle deleted from the repository, a bundle the cluster no
@@ -18,17 +18,17 @@ import (
 
 // sweepFor returns the sweep this observation calls for, or nil when the last successful sweep kept
 // exactly these releases (or this run does not sweep, or the cluster is paused), with its key.
-func (r *clusterRun) sweepFor(ctx workflow.Context, obs activities.Observation) (*activities.Sweep, string) {
+func (r *clusterRun) sweepFor(ctx workflow.Context, obs api.Observation) (*api.Sweep, string) {
 	if r.in.Paused || !r.sweeps(ctx) {
 		return nil, ""
 	}
-	s := &activities.Sweep{KeepResources: r.in.Target.Options.KeepResources}
+	s := &api.Sweep{KeepResources: r.in.Target.Options.KeepResources}
 	for _, o := range obs.Bundles {
 		switch {
 		case o.Error != "":
 			s.KeepBundles = append(s.KeepBundles, o.Bundle)
 		case o.Deploy:
-			s.Releases = append(s.Releases, activities.ReleaseRef{Bundle: o.Bundle, Namespace: o.Namespace, Name: o.ReleaseName})
+			s.Releases = append(s.Releases, api.ReleaseRef{Bundle: o.Bundle, Namespace: o.Namespace, Name: o.ReleaseName})
 		}
 	}
 	key := hashOf(s)
@@ -51,7 +51,7 @@ func (r *clusterRun) sweeps(ctx workflow.Context) bool {
 }
 
 // recordSweep remembers a sweep that completed, so the same set of releases is not swept again.
-func (r *clusterRun) recordSweep(ctx workflow.Context, s *activities.Sweep, key string, removed []string, sweepErr string) {
+func (r *clusterRun) recordSweep(ctx workflow.Context, s *api.Sweep, key string, removed []string, sweepErr string) {
 	if s == nil {
 		return
 	}
@@ -66,15 +66,15 @@ func (r *clusterRun) recordSweep(ctx workflow.Context, s *activities.Sweep, key 
 }
 
 // uninstallStale runs a sweep on its own, when nothing else is to be applied.
-func (r *clusterRun) uninstallStale(ctx workflow.Context, s activities.Sweep) ([]string, error) {
+func (r *clusterRun) uninstallStale(ctx workflow.Context, s api.Sweep) ([]string, error) {
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: applyTimeout,
 		HeartbeatTimeout:    heartbeat,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 3},
 		Summary:             "uninstall what no longer goes to " + r.in.Target.Cluster,
 	})
-	var res activities.UninstallResult
-	err := workflow.ExecuteActivity(actx, (*activities.Activities).Uninstall, activities.UninstallInput{
+	var res api.UninstallResult
+	err := workflow.ExecuteActivity(actx, api.ActivityUninstall, api.UninstallInput{
 		GitRepo: r.in.Target.GitRepo, Cluster: r.in.Target.Cluster, ClusterDigest: r.in.Target.ClusterDigest, Sweep: &s,
 	}).Get(ctx, &res)
 	return res.Removed, err

@@ -4,22 +4,22 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/flotilla-gitops/flotilla/activities"
+	"github.com/flotilla-gitops/flotilla/api"
 )
 
 // BenchmarkGitRepoViewMidRollout is the cost of one status view of a 1,000-cluster GitRepo halfway
 // through a rollout: the GitRepo workflow builds it on every pass to decide what to publish.
 func BenchmarkGitRepoViewMidRollout(b *testing.B) {
 	const n = 1000
-	g := &gitRepoRun{carry: GitRepoCarry{Commit: "c2", Plan: &activities.Plan{Bundles: []activities.BundleRef{{Name: "web"}}},
-		Clusters: map[string]ClusterStatus{}, Delivered: map[string]delivery{}}}
+	g := &gitRepoRun{carry: GitRepoCarry{Commit: "c2", Plan: &api.Plan{Bundles: []api.BundleRef{{Name: "web"}}},
+		Clusters: map[string]api.ClusterStatus{}, Delivered: map[string]delivery{}}}
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("cluster-%04d", i)
-		g.carry.Plan.Clusters = append(g.carry.Plan.Clusters, activities.PlannedCluster{Name: name, Bundles: []int{0}})
-		st := ClusterStatus{Name: name, State: StateReady, Commit: "c2", Reachable: true, Generation: 2,
-			Bundles: []BundleStatus{{Name: "web", State: StateReady, Release: "web", Revision: 1}}}
+		g.carry.Plan.Clusters = append(g.carry.Plan.Clusters, api.PlannedCluster{Name: name, Bundles: []int{0}})
+		st := api.ClusterStatus{Name: name, State: api.StateReady, Commit: "c2", Reachable: true, Generation: 2,
+			Bundles: []api.BundleStatus{{Name: "web", State: api.StateReady, Release: "web", Revision: 1}}}
 		if i%2 == 1 {
-			st.State, st.Commit, st.Generation = StateNotReady, "c1", 1
+			st.State, st.Commit, st.Generation = api.StateNotReady, "c1", 1
 			g.carry.Delivered[name] = delivery{Generation: 2}
 		}
 		g.carry.Clusters[name] = st

@@ -17,6 +17,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/postrender"
 
+	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/fleet/bundle"
 	"github.com/flotilla-gitops/flotilla/fleet/names"
@@ -137,7 +138,7 @@ func ForCluster(in Input) (*Release, error) {
 	if rel.Chart == nil {
 		rel.Chart = emptyChart(rel.Name, extra)
 	}
-	labels := map[string]string{"flotilla.dev/bundle": b.Name, "flotilla.dev/gitrepo": in.GitRepo}
+	labels := map[string]string{api.LabelBundle: b.Name, api.LabelGitRepo: in.GitRepo}
 	rel.PostRenderer = &postRenderer{extra: extra, forceNamespace: forced, labels: labels}
 	if rel.DeploymentID, err = deploymentID(rel, extra, forced); err != nil {
 		return fail(err)

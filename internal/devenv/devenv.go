@@ -14,10 +14,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/internal/localk8s"
 	"github.com/flotilla-gitops/flotilla/internal/proc"
 	"github.com/flotilla-gitops/flotilla/internal/tempdev"
-	"github.com/flotilla-gitops/flotilla/workflows"
 )
 
 // Options configure the local stack.
@@ -86,7 +86,7 @@ func Up(ctx context.Context, o Options) error {
 	o.say("starting Temporal (gRPC 127.0.0.1:%d, Web UI 127.0.0.1:%d)", o.TemporalPort, o.UIPort)
 	tmp, err := tempdev.Start(ctx, tempdev.Options{
 		Bin: filepath.Join(bin, "temporal"), Dir: filepath.Join(o.Dir, "temporal"),
-		Port: o.TemporalPort, UIPort: o.UIPort, SearchAttributes: workflows.SearchAttributes,
+		Port: o.TemporalPort, UIPort: o.UIPort, SearchAttributes: api.SearchAttributes,
 		LogFile: filepath.Join(logs, "temporal.log"), PIDFile: filepath.Join(pids, "temporal.pid"), Detached: true,
 	})
 	if err != nil {

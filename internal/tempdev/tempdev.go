@@ -41,7 +41,6 @@ type Options struct {
 type Server struct {
 	o           Options
 	p           *proc.Process
-	ctx         context.Context
 	metricsPort int
 }
 

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-gitops/flotilla/agentclient"
+	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/internal/devenv"
 	"github.com/flotilla-gitops/flotilla/internal/localk8s"
 	"github.com/flotilla-gitops/flotilla/internal/proc"
@@ -95,7 +96,7 @@ func Start(t *testing.T, o Options) *Stack {
 	require.NoError(t, err)
 	s.K8s = k8s
 	t.Cleanup(func() { _ = k8s.Stop() })
-	attrs := workflows.SearchAttributes
+	attrs := api.SearchAttributes
 	if o.BareTemporal {
 		attrs = nil
 	}
@@ -187,11 +188,11 @@ func (s *Stack) Apply(doc string) {
 }
 
 // Status queries a GitRepo's status.
-func (s *Stack) Status(name string) (workflows.GitRepoStatus, error) {
+func (s *Stack) Status(name string) (api.GitRepoStatus, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var st workflows.GitRepoStatus
-	v, err := s.Client.QueryWorkflow(ctx, workflows.GitRepoWorkflowID(name), "", workflows.QueryStatus)
+	var st api.GitRepoStatus
+	v, err := s.Client.QueryWorkflow(ctx, api.GitRepoWorkflowID(name), "", api.QueryStatus)
 	if err != nil {
 		return st, err
 	}
@@ -199,10 +200,10 @@ func (s *Stack) Status(name string) (workflows.GitRepoStatus, error) {
 }
 
 // WaitStatus polls the status until cond holds, and fails with the last status when it never does.
-func (s *Stack) WaitStatus(name string, timeout time.Duration, what string, cond func(workflows.GitRepoStatus) bool) workflows.GitRepoStatus {
+func (s *Stack) WaitStatus(name string, timeout time.Duration, what string, cond func(api.GitRepoStatus) bool) api.GitRepoStatus {
 	s.t.Helper()
 	deadline := time.Now().Add(timeout)
-	var last workflows.GitRepoStatus
+	var last api.GitRepoStatus
 	var lastErr error
 	for time.Now().Before(deadline) {
 		st, err := s.Status(name)
@@ -218,18 +219,18 @@ func (s *Stack) WaitStatus(name string, timeout time.Duration, what string, cond
 }
 
 // AllReady reports whether every targeted cluster is Ready at a commit.
-func AllReady(st workflows.GitRepoStatus) bool {
+func AllReady(st api.GitRepoStatus) bool {
 	return st.Commit != "" && st.DesiredReadyClusters > 0 && st.ReadyClusters == st.DesiredReadyClusters
 }
 
 // Cluster returns one cluster's status.
-func Cluster(st workflows.GitRepoStatus, name string) (workflows.ClusterStatus, bool) {
+func Cluster(st api.GitRepoStatus, name string) (api.ClusterStatus, bool) {
 	for _, c := range st.Clusters {
 		if c.Name == name {
 			return c, true
 		}
 	}
-	return workflows.ClusterStatus{}, false
+	return api.ClusterStatus{}, false
 }
 
 // Helm returns a Helm/Kubernetes handle on a backing cluster.
@@ -453,8 +454,8 @@ func (s *Stack) StartGitRepo(in workflows.GitRepoInput) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, err := s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: workflows.GitRepoWorkflowID(in.Metadata.Name), TaskQueue: workflows.TaskQueue,
-	}, workflows.GitRepoWorkflowType, in)
+		ID: api.GitRepoWorkflowID(in.Metadata.Name), TaskQueue: api.TaskQueue,
+	}, api.GitRepoWorkflowType, in)
 	require.NoError(s.t, err)
 }
 
@@ -475,11 +476,11 @@ func (s *Stack) RecordHistories(names map[string]string) {
 }
 
 // ClusterStatus queries one cluster workflow directly (its live status, timestamps included).
-func (s *Stack) ClusterStatus(gitRepo, cluster string) (workflows.ClusterStatus, error) {
+func (s *Stack) ClusterStatus(gitRepo, cluster string) (api.ClusterStatus, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var st workflows.ClusterStatus
-	v, err := s.Client.QueryWorkflow(ctx, workflows.ClusterWorkflowID(gitRepo, cluster), "", workflows.QueryStatus)
+	var st api.ClusterStatus
+	v, err := s.Client.QueryWorkflow(ctx, api.ClusterWorkflowID(gitRepo, cluster), "", api.QueryStatus)
 	if err != nil {
 		return st, err
 	}

@@ -1,4 +1,4 @@
-package activities
+package api
 
 import (
 	"time"
@@ -6,8 +6,9 @@ import (
 	"github.com/flotilla-gitops/flotilla/fleet"
 )
 
-// Inputs and results are references and small summaries: rendered manifests, chart bytes and kubeconfig
-// contents never travel through Temporal (payload limits, and credentials must stay out of history).
+// Activity inputs and results are references and small summaries: rendered manifests, chart bytes and
+// kubeconfig contents never travel through Temporal (payload limits, and credentials must stay out of
+// history).
 
 // BundleRef names a bundle folder in the repository.
 type BundleRef struct {
@@ -15,7 +16,7 @@ type BundleRef struct {
 	Path string `json:"path"`
 }
 
-// PollInput asks which commit a GitRepo should deploy now.
+// PollInput is the input of ActivityPoll: which commit should a GitRepo deploy now?
 type PollInput struct {
 	GitRepo          string `json:"gitRepo"`
 	Repo             string `json:"repo"`
@@ -24,13 +25,14 @@ type PollInput struct {
 	ClientSecretName string `json:"clientSecretName,omitempty"`
 }
 
-// PollResult is the commit to deploy and the inventory generation, so the workflow re-plans only on change.
+// PollResult is the result of ActivityPoll: the commit to deploy and the inventory generation, so the
+// workflow re-plans only on change.
 type PollResult struct {
 	Commit              string `json:"commit"`
 	InventoryGeneration int64  `json:"inventoryGeneration"`
 }
 
-// PlanInput asks for the bundles of a commit and the clusters each one targets.
+// PlanInput is the input of ActivityPlan: the bundles of a commit and the clusters each one targets.
 type PlanInput struct {
 	GitRepo          string            `json:"gitRepo"`
 	Repo             string            `json:"repo"`
@@ -40,7 +42,8 @@ type PlanInput struct {
 	Targets          []fleet.GitTarget `json:"targets,omitempty"`
 }
 
-// Plan is the outcome of discovery and targeting for one commit against the current inventory.
+// Plan is the result of ActivityPlan: discovery and targeting of one commit against the current
+// inventory. The GitRepo workflow carries its last good plan across continue-as-new.
 type Plan struct {
 	Commit              string      `json:"commit"`
 	InventoryGeneration int64       `json:"inventoryGeneration"`
@@ -82,33 +85,19 @@ type ClusterTarget struct {
 	Options          DeployOptions `json:"options"`
 }
 
-// ObserveInput asks for the desired and live state of every bundle of a ClusterTarget.
+// ObserveInput is the input of ActivityObserve: the desired and live state of every bundle of a
+// ClusterTarget.
 type ObserveInput struct {
 	Target ClusterTarget `json:"target"`
 	// Resources also reads every object the releases own (readiness, missing, modified).
 	Resources bool `json:"resources"`
 }
 
-// Observation is the state of one cluster's bundles.
+// Observation is the result of ActivityObserve: the state of one cluster's bundles.
 type Observation struct {
 	Bundles   []BundleObservation `json:"bundles"`
 	CheckedAt time.Time           `json:"checkedAt"`
 }
-
-// Error types carried by observations and apply results. Template and validation errors do not heal by retrying.
-const (
-	ErrTypeTemplate    = "TemplateError"
-	ErrTypeBundle      = "BundleError"
-	ErrTypeInvalid     = "InvalidManifest"
-	ErrTypeUnreachable = "ClusterUnreachable"
-	ErrTypeApply       = "ApplyError"
-	ErrTypeStale       = "StaleObservation"
-	// ErrTypeReleaseConflict is a release under the bundle's name that belongs to someone else.
-	ErrTypeReleaseConflict = "ReleaseConflict"
-	// ErrTypeChartRenderLimit is a chart whose templates went past a limit of the render check (memory,
-	// CPU time, wall-clock time, output size); Helm was not asked to install or upgrade it.
-	ErrTypeChartRenderLimit = "ChartRenderLimit"
-)
 
 // BundleObservation is the desired and live state of one bundle on one cluster.
 type BundleObservation struct {
@@ -168,15 +157,7 @@ func (c *ResourceCounts) Add(o ResourceCounts) {
 	c.Unknown += o.Unknown
 }
 
-// Release actions decided by the workflow.
-const (
-	ActionInstall  = "install"
-	ActionUpgrade  = "upgrade"
-	ActionRecover  = "recover"  // a pending-* revision left by a killed worker: drop it, then apply
-	ActionRollback = "rollback" // drift correction: re-apply the current revision
-)
-
-// ApplyInput asks to apply the listed bundles of a ClusterTarget.
+// ApplyInput is the input of ActivityApply: the decided actions on bundles of a ClusterTarget.
 type ApplyInput struct {
 	Target  ClusterTarget  `json:"target"`
 	Actions []BundleAction `json:"actions"`
@@ -196,7 +177,8 @@ type BundleAction struct {
 	Force      bool   `json:"force,omitempty"`
 }
 
-// ApplyResult reports every action's outcome; one bundle failing never hides the others.
+// ApplyResult is the result of ActivityApply: every action's outcome; one bundle failing never hides the
+// others.
 type ApplyResult struct {
 	Bundles []BundleApplyResult `json:"bundles"`
 	// Observation is set when ApplyInput.Observe asked for it and the cluster could be observed.
@@ -236,10 +218,12 @@ type BundleApplyResult struct {
 	ErrorType string `json:"errorType,omitempty"`
 }
 
-// UninstallInput removes a GitRepo's releases from a cluster.
+// UninstallInput is the input of ActivityUninstall: remove a GitRepo's releases from a cluster.
 type UninstallInput struct {
-	GitRepo       string `json:"gitRepo"`
-	Cluster       string `json:"cluster"`
+	GitRepo string `json:"gitRepo"`
+	Cluster string `json:"cluster"`
+	// ClusterDigest is not read: Uninstall always reads the inventory afresh. Workflows still send it, so
+	// the recorded inputs of Uninstall keep their JSON.
 	ClusterDigest string `json:"clusterDigest,omitempty"`
 	KeepResources bool   `json:"keepResources,omitempty"`
 	// Sweep, when set, removes only what it does not keep; without it every release of this GitRepo on
@@ -247,27 +231,32 @@ type UninstallInput struct {
 	Sweep *Sweep `json:"sweep,omitempty"`
 }
 
-// UninstallResult lists what was removed.
+// UninstallResult is the result of ActivityUninstall: what was removed (namespace/name).
 type UninstallResult struct {
 	Removed []string `json:"removed,omitempty"`
 }
 
-// ListClusterWorkflowsInput asks which cluster workflows of a GitRepo are running.
+// ListClusterWorkflowsInput is the input of ActivityListClusterWorkflows: which cluster workflows of a
+// GitRepo are running?
 type ListClusterWorkflowsInput struct {
 	GitRepo string `json:"gitRepo"`
 }
 
-// ListClusterWorkflowsResult names the clusters whose workflow is running.
+// ListClusterWorkflowsResult is the result of ActivityListClusterWorkflows: the clusters whose workflow
+// is running, sorted.
 type ListClusterWorkflowsResult struct {
 	Clusters []string `json:"clusters"`
 }
 
-// NotifyGitReposInput tells every running GitRepo that the inventory changed.
+// NotifyGitReposInput is the input of ActivityNotifyGitRepos: tell every running GitRepo that the
+// inventory changed.
 type NotifyGitReposInput struct {
+	// Generation is not read: every running GitRepo is told. It names the inventory generation in the
+	// activity's recorded input (and the Web UI), and keeps that input's JSON.
 	Generation int64 `json:"generation"`
 }
 
-// NotifyGitReposResult counts the GitRepos told.
+// NotifyGitReposResult is the result of ActivityNotifyGitRepos: how many GitRepos were told.
 type NotifyGitReposResult struct {
 	Notified int `json:"notified"`
 }

@@ -1,0 +1,17 @@
+package api
+
+// Release labels: how Flotilla finds and owns the Helm releases it installs. A release without
+// LabelGitRepo was not installed by Flotilla, and Flotilla never changes it unless a bundle adopts it.
+const (
+	// LabelDeploymentID records which desired state (rendered chart, values, options) a revision holds.
+	LabelDeploymentID = "flotilla.dev/deployment-id"
+	LabelGitRepo      = "flotilla.dev/gitrepo"
+	LabelBundle       = "flotilla.dev/bundle"
+	LabelCluster      = "flotilla.dev/cluster"
+	// LabelCommit is the short commit a revision was deployed from.
+	LabelCommit = "flotilla.dev/commit"
+	// LabelKeepResources marks a release deployed with keepResources, so that whoever uninstalls it later
+	// (a sweep after its bundle was deleted from the repository, when its fleet.yaml is gone) keeps its
+	// objects.
+	LabelKeepResources = "flotilla.dev/keep-resources"
+)

@@ -1,0 +1,117 @@
+package api
+
+import "time"
+
+// Bundle, cluster and GitRepo states, with Fleet's names.
+const (
+	StateReady       = "Ready"
+	StateNotReady    = "NotReady"
+	StateModified    = "Modified"
+	StateOutOfSync   = "OutOfSync"
+	StateWaitApplied = "WaitApplied"
+	StateErrApplied  = "ErrApplied"
+	StatePending     = "Pending"
+)
+
+// stateRank orders states worst first: ErrApplied > WaitApplied > NotReady > OutOfSync > Modified > Ready.
+// Pending (not yet reached by the rollout) ranks just above Ready.
+var stateRank = map[string]int{
+	StateErrApplied:  7,
+	StateWaitApplied: 6,
+	StateNotReady:    5,
+	StateOutOfSync:   4,
+	StateModified:    3,
+	StatePending:     2,
+	StateReady:       1,
+}
+
+// Worse reports whether state a is worse than b.
+func Worse(a, b string) bool { return stateRank[a] > stateRank[b] }
+
+// GitRepoStatus is what a GitRepo workflow's QueryStatus answers and `flotilla status -o json` prints.
+// JSON names are a contract.
+type GitRepoStatus struct {
+	Name     string `json:"name"`
+	Repo     string `json:"repo"`
+	Branch   string `json:"branch,omitempty"`
+	Revision string `json:"revision,omitempty"`
+	Commit   string `json:"commit,omitempty"`
+	Paused   bool   `json:"paused,omitempty"`
+	State    string `json:"state"`
+	Message  string `json:"message"` // always present: scripts read it
+	Error    string `json:"error,omitempty"`
+	// Held says why the newest plan waits for approval (it would uninstall too much); the clusters keep
+	// running the plan before it.
+	Held string `json:"held,omitempty"`
+	// Warnings name fleet.yaml keys of the planned commit that Flotilla does not act on.
+	Warnings             []string        `json:"warnings,omitempty"`
+	Summary              Summary         `json:"summary"`
+	ReadyClusters        int             `json:"readyClusters"`
+	DesiredReadyClusters int             `json:"desiredReadyClusters"`
+	ResourceCounts       ResourceCounts  `json:"resourceCounts"`
+	Bundles              []string        `json:"bundles"`
+	Clusters             []ClusterStatus `json:"clusters"`
+	LastPolled           time.Time       `json:"lastPolled,omitempty"`
+	PollingInterval      string          `json:"pollingInterval,omitempty"`
+	NextPoll             time.Time       `json:"nextPoll,omitempty"`
+}
+
+// ClusterStatus is one cluster of a GitRepo: what a cluster workflow's QueryStatus answers and reports to
+// its GitRepo.
+type ClusterStatus struct {
+	Name           string         `json:"name"`
+	State          string         `json:"state"`
+	Message        string         `json:"message"` // always present: scripts read it
+	Commit         string         `json:"commit,omitempty"`
+	ResourceCounts ResourceCounts `json:"resourceCounts"`
+	Bundles        []BundleStatus `json:"bundles"`
+	// Reachable is false when the last check could not reach the cluster; LastSeen says when it last could.
+	Reachable   bool      `json:"reachable"`
+	LastChecked time.Time `json:"lastChecked,omitempty"`
+	LastSeen    time.Time `json:"lastSeen,omitempty"`
+	// Generation is the desired-state generation this status describes.
+	Generation int64 `json:"generation"`
+}
+
+// BundleStatus is one bundle on one cluster.
+type BundleStatus struct {
+	Name           string         `json:"name"`
+	State          string         `json:"state"`
+	Message        string         `json:"message"` // always present: scripts read it
+	ResourceCounts ResourceCounts `json:"resourceCounts"`
+	Release        string         `json:"release,omitempty"`
+	Revision       int            `json:"revision,omitempty"`
+}
+
+// Summary counts (bundle, cluster) pairs by state, with Fleet's names.
+type Summary struct {
+	DesiredReady int `json:"desiredReady"`
+	Ready        int `json:"ready"`
+	ErrApplied   int `json:"errApplied"`
+	NotReady     int `json:"notReady"`
+	WaitApplied  int `json:"waitApplied"`
+	OutOfSync    int `json:"outOfSync"`
+	Modified     int `json:"modified"`
+	Pending      int `json:"pending"`
+}
+
+// Count adds one pair in state; every pair counts towards DesiredReady.
+func (s *Summary) Count(state string) {
+	s.DesiredReady++
+	switch state {
+	case StateReady:
+		s.Ready++
+	case StateErrApplied:
+		s.ErrApplied++
+	case StateNotReady:
+		s.NotReady++
+	case StateWaitApplied:
+		s.WaitApplied++
+	case StateOutOfSync:
+		s.OutOfSync++
+	case StateModified:
+		s.Modified++
+	case StatePending:
+		s.Pending++
+	}
+}
