@@ -1,14 +1,73 @@
 package workflows
 
 import (
-	"github.com/flotilla-gitops/flotilla/api"
-
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"io"
+	"time"
+
+	"github.com/flotilla-gitops/flotilla/api"
 )
+
+// GitRepoCarry is the GitRepo workflow's state across continue-as-new.
+type GitRepoCarry struct {
+	Commit              string    `json:"commit,omitempty"`
+	InventoryGeneration int64     `json:"inventoryGeneration,omitempty"`
+	Plan                *api.Plan `json:"plan,omitempty"`
+	PlanKey             string    `json:"planKey,omitempty"`
+	// Rollout is what the GitRepo knows of each cluster.
+	Rollout    *rollout  `json:"rollout,omitempty"`
+	Error      string    `json:"error,omitempty"`
+	LastPolled time.Time `json:"lastPolled,omitempty"`
+	LastResync time.Time `json:"lastResync,omitempty"`
+	ForceSync  bool      `json:"forceSync,omitempty"`
+	Deleting   bool      `json:"deleting,omitempty"`
+	Published  string    `json:"published,omitempty"`
+	// Held is a plan waiting for approval; Approved is the key of the held plan a person approved.
+	Held     *HeldPlan `json:"held,omitempty"`
+	Approved string    `json:"approved,omitempty"`
+
+	// The per-cluster state as runs before the rollout type carried it: four maps keyed by cluster. Read
+	// once, when such a run continues as new into this code (legacyRollout); never written.
+	LegacyGeneration int64                        `json:"generation,omitempty"`
+	LegacyDelivered  map[string]delivery          `json:"delivered,omitempty"`
+	LegacyClusters   map[string]api.ClusterStatus `json:"clusters,omitempty"`
+	LegacyKnown      map[string]bool              `json:"known,omitempty"`
+	LegacyRemoving   map[string]bool              `json:"removing,omitempty"`
+}
+
+// takeRollout returns the carried rollout, converting the legacy maps of an older run into it.
+func (c *GitRepoCarry) takeRollout() *rollout {
+	r := c.Rollout
+	if r == nil {
+		r = newRollout()
+	}
+	if r.Clusters == nil {
+		r.Clusters = map[string]*clusterEntry{}
+	}
+	if c.LegacyGeneration > r.Generation {
+		r.Generation = c.LegacyGeneration
+	}
+	for _, name := range sortedKeys(c.LegacyDelivered) {
+		d := c.LegacyDelivered[name]
+		r.entry(name).Delivered = &d
+	}
+	for _, name := range sortedKeys(c.LegacyClusters) {
+		st := c.LegacyClusters[name]
+		r.entry(name).Status = &st
+	}
+	for _, name := range sortedKeys(c.LegacyKnown) {
+		r.entry(name).Running = c.LegacyKnown[name]
+	}
+	for _, name := range sortedKeys(c.LegacyRemoving) {
+		r.entry(name).Removing = c.LegacyRemoving[name]
+	}
+	c.LegacyGeneration, c.LegacyDelivered, c.LegacyClusters, c.LegacyKnown, c.LegacyRemoving = 0, nil, nil, nil, nil
+	c.Rollout = r
+	return r
+}
 
 // A GitRepo's state across continue-as-new holds a status per cluster and bundle. At 1,000 clusters of ten
 // bundles its JSON is about 3 MB (more with errors), over Temporal's 2 MB payload limit: the GitRepo could
@@ -28,15 +87,14 @@ const carryMessageLimit = 200
 //workflowcheck:ignore
 func packCarry(c GitRepoCarry) ([]byte, bool) {
 	z := gzipJSON(c)
-	if len(z) <= maxCarryBytes {
+	if len(z) <= maxCarryBytes || c.Rollout == nil {
 		return z, false
 	}
-	c.Clusters = trimStatuses(c.Clusters, false)
+	c.Rollout = trimStatuses(c.Rollout, false)
 	if z = gzipJSON(c); len(z) <= maxCarryBytes {
 		return z, true
 	}
-	c.Clusters = trimStatuses(c.Clusters, true)
-	c.Delivered = nil
+	c.Rollout = trimStatuses(c.Rollout, true)
 	return gzipJSON(c), true
 }
 
@@ -68,22 +126,32 @@ func gzipJSON(v any) []byte {
 	return buf.Bytes()
 }
 
-// trimStatuses shortens carried messages, and with dropBundles keeps only each cluster's own summary.
-func trimStatuses(in map[string]api.ClusterStatus, dropBundles bool) map[string]api.ClusterStatus {
-	out := make(map[string]api.ClusterStatus, len(in))
-	for name, cs := range in { //workflowcheck:ignore building a map, order does not matter
-		cs.Message = shorten(cs.Message)
-		if dropBundles {
-			cs.Bundles = nil
-		} else {
-			bs := make([]api.BundleStatus, len(cs.Bundles))
-			for i, b := range cs.Bundles {
-				b.Message = shorten(b.Message)
-				bs[i] = b
+// trimStatuses copies a rollout with shortened messages; with dropBundles each status keeps only the
+// cluster's own summary and no delivery is remembered, so every cluster is handed its desired state again
+// and reports its bundles afresh.
+func trimStatuses(in *rollout, dropBundles bool) *rollout {
+	out := &rollout{Generation: in.Generation, Clusters: make(map[string]*clusterEntry, len(in.Clusters))}
+	for _, name := range sortedKeys(in.Clusters) {
+		e := *in.Clusters[name]
+		if e.Status != nil {
+			cs := *e.Status
+			cs.Message = shorten(cs.Message)
+			if dropBundles {
+				cs.Bundles = nil
+			} else {
+				bs := make([]api.BundleStatus, len(cs.Bundles))
+				for i, b := range cs.Bundles {
+					b.Message = shorten(b.Message)
+					bs[i] = b
+				}
+				cs.Bundles = bs
 			}
-			cs.Bundles = bs
+			e.Status = &cs
 		}
-		out[name] = cs
+		if dropBundles {
+			e.Delivered = nil
+		}
+		out.Clusters[name] = &e
 	}
 	return out
 }

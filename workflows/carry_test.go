@@ -17,8 +17,8 @@ import (
 // fails with a message of its own, the worst case for compression.
 func bigGitRepo(clusters, bundles int, failing bool) *gitRepoRun {
 	g := &gitRepoRun{spec: fleet.GitRepo{Metadata: fleet.ObjectMeta{Name: "fleet"}, Spec: fleet.GitRepoSpec{Repo: "https://git.example.com/org/fleet.git"}}}
-	g.carry = GitRepoCarry{Commit: "0123456789abcdef0123456789abcdef01234567", Plan: &api.Plan{Commit: "0123456789abcdef0123456789abcdef01234567"},
-		Clusters: map[string]api.ClusterStatus{}, Delivered: map[string]delivery{}, Known: map[string]bool{}, Removing: map[string]bool{}}
+	g.carry = GitRepoCarry{Commit: "0123456789abcdef0123456789abcdef01234567", Plan: &api.Plan{Commit: "0123456789abcdef0123456789abcdef01234567"}}
+	g.r = g.carry.takeRollout()
 	for b := 0; b < bundles; b++ {
 		g.carry.Plan.Bundles = append(g.carry.Plan.Bundles, api.BundleRef{Name: fmt.Sprintf("fleet-apps-app-%d", b), Path: fmt.Sprintf("apps/app-%d", b)})
 	}
@@ -41,9 +41,8 @@ func bigGitRepo(clusters, bundles int, failing bool) *gitRepoRun {
 		}
 		summarizeCluster(&st)
 		g.carry.Plan.Clusters = append(g.carry.Plan.Clusters, pc)
-		g.carry.Clusters[name] = st
-		g.carry.Known[name] = true
-		g.carry.Delivered[name] = delivery{Hash: fmt.Sprintf("%x", digest[:12]), Generation: int64(c + 1), At: at, Acked: true}
+		g.r.Clusters[name] = &clusterEntry{Status: &st, Running: true,
+			Delivered: &delivery{Hash: fmt.Sprintf("%x", digest[:12]), Generation: int64(c + 1), At: at, Acked: true}}
 	}
 	return g
 }
@@ -65,6 +64,7 @@ func TestAThousandClusterGitRepoContinuesAsNewUnderThePayloadLimit(t *testing.T)
 		next := &gitRepoRun{}
 		next.carry, err = unpackCarry(in.CarryZ)
 		require.NoError(t, err)
+		next.r = next.carry.takeRollout()
 		require.Equal(t, g.view(), next.viewWith(g), "the next run shows exactly the same status")
 	}
 }
@@ -80,14 +80,14 @@ func TestAnOversizedCarryIsTrimmedNotLost(t *testing.T) {
 	require.Less(t, len(payload), 2<<20)
 	c, err := unpackCarry(in.CarryZ)
 	require.NoError(t, err)
-	require.Len(t, c.Clusters, 3000, "every cluster keeps its state and counts")
-	require.Equal(t, api.StateErrApplied, c.Clusters["edge-0042"].State)
+	require.Len(t, c.Rollout.Clusters, 3000, "every cluster keeps its state and counts")
+	require.Equal(t, api.StateErrApplied, c.Rollout.Clusters["edge-0042"].Status.State)
+	require.Nil(t, c.Rollout.Clusters["edge-0042"].Delivered, "its desired state is handed over again, so it reports afresh")
 }
 
 // viewWith is the view of a run holding this carry and other's spec.
 func (g *gitRepoRun) viewWith(other *gitRepoRun) api.GitRepoStatus {
 	g.spec, g.paused, g.nextPoll = other.spec, other.paused, other.nextPoll
-	g.initMaps()
 	return g.view()
 }
 

@@ -1,8 +1,14 @@
 package workflows
 
-import "time"
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"time"
 
-// Every interval and timeout the workflows use, in one place (as Fleet's pkg/durations).
+	"go.temporal.io/sdk/temporal"
+)
+
+// Every interval, timeout and retry policy the workflows use, in one place (as Fleet's pkg/durations).
 const (
 	// DefaultPollingInterval is Fleet's default for GitRepo.spec.pollingInterval.
 	DefaultPollingInterval = 15 * time.Second
@@ -27,10 +33,49 @@ const (
 	// MaxHistoryEvents continues a run as new before its history gets long, whatever the server suggests.
 	MaxHistoryEvents = 10000
 
+	// deleteTimeout is how long a deleted GitRepo waits for its clusters to confirm the uninstall before it
+	// ends with RemoveIncomplete naming those left; deleteRecheck is how often it looks meanwhile.
+	deleteTimeout = 30 * time.Minute
+	deleteRecheck = time.Minute
+
 	pollTimeout    = time.Minute
 	planTimeout    = 10 * time.Minute
 	observeTimeout = 2 * time.Minute
 	applyTimeout   = 15 * time.Minute
 	// heartbeat bounds how long an activity lost with a killed worker waits before it is retried elsewhere.
 	heartbeat = 10 * time.Second
+
+	// MinPollingInterval keeps a typo from turning polling into a busy loop.
+	MinPollingInterval = time.Second
+	// publishEvery paces the Web UI's view of a rollout in progress: the ready count moves at most this
+	// often. The status query is always live, and a change of state, commit or error, or the last cluster
+	// becoming Ready, is published at once.
+	publishEvery = 2 * time.Second
+	// minCheckDelay is the shortest wait between two checks of a cluster, whatever a backoff computes.
+	minCheckDelay = 100 * time.Millisecond
+	// notifyBatch gathers inventory changes made within it into one notification of the GitRepos;
+	// notifyTimeout bounds that notification.
+	notifyBatch   = time.Second
+	notifyTimeout = time.Minute
+	// retryFirst is the first retry of a failed activity; uninstallRetryMax caps the backoff of an
+	// uninstall, which is retried until it is done.
+	retryFirst        = time.Second
+	uninstallRetryMax = time.Minute
 )
+
+// retries is an activity retry policy of at most attempts tries.
+func retries(attempts int32) *temporal.RetryPolicy {
+	return &temporal.RetryPolicy{InitialInterval: retryFirst, MaximumAttempts: attempts}
+}
+
+// retryUntilDone retries an activity for as long as its workflow waits, backing off to uninstallRetryMax.
+func retryUntilDone() *temporal.RetryPolicy {
+	return &temporal.RetryPolicy{InitialInterval: retryFirst, MaximumInterval: uninstallRetryMax}
+}
+
+// spread is a number from 0 to 65535 derived from key: the jitter of a timer, the same on every replay,
+// without randomness.
+func spread(key string) uint16 {
+	sum := sha256.Sum256([]byte(key))
+	return binary.BigEndian.Uint16(sum[:2])
+}

@@ -5,8 +5,6 @@ import (
 	"sort"
 	"strings"
 
-	"go.temporal.io/sdk/workflow"
-
 	"github.com/flotilla-gitops/flotilla/api"
 )
 
@@ -60,29 +58,6 @@ func removalHold(gitRepo string, prev, next *api.Plan) string {
 	return fmt.Sprintf("held: commit %s with inventory generation %d targets %d of the %d clusters this GitRepo "+
 		"runs on; applying it would uninstall it from %d of them (%s%s); %s", short(next.Commit),
 		next.InventoryGeneration, len(next.Clusters), len(prev.Clusters), len(dropped), strings.Join(names, ", "), more, approve)
-}
-
-func (g *gitRepoRun) validateApproval(_ workflow.Context, in api.ApproveRemovalInput) error {
-	h := g.carry.Held
-	if h == nil {
-		return fmt.Errorf("gitrepo %q: no plan is held for approval", g.name())
-	}
-	if in.Commit != "" && !strings.HasPrefix(h.Commit, in.Commit) {
-		return fmt.Errorf("gitrepo %q: the held plan is for commit %s, not %s", g.name(), short(h.Commit), in.Commit)
-	}
-	return nil
-}
-
-// approveRemoval lets the held plan through at the next pass.
-func (g *gitRepoRun) approveRemoval(_ workflow.Context, _ api.ApproveRemovalInput) (api.ApproveRemovalResult, error) {
-	h := g.carry.Held
-	if h == nil {
-		return api.ApproveRemovalResult{}, fmt.Errorf("gitrepo %q: no plan is held for approval", g.name())
-	}
-	g.carry.Approved = h.Key
-	g.carry.ForceSync = true
-	g.wake.SendAsync(true)
-	return api.ApproveRemovalResult{Commit: h.Commit, Message: h.Message}, nil
 }
 
 // keepUnloaded keeps every bundle whose fleet.yaml does not load where the last good plan had it: its

@@ -3,7 +3,6 @@ package workflows
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -80,7 +79,7 @@ func InventoryWorkflow(ctx workflow.Context, in InventoryInput) error {
 			first := published < 0
 			published = inv.Generation
 			publishInventory(ctx, inv)
-			if !first && workflow.GetVersion(ctx, "notify-gitrepos", workflow.DefaultVersion, 1) == 1 {
+			if !first && workflow.GetVersion(ctx, inventoryNotifiesGitRepos, workflow.DefaultVersion, 1) == 1 {
 				notifyGitRepos(ctx, inv.Generation)
 			}
 		}
@@ -139,9 +138,9 @@ func labelString(l map[string]string) string {
 // poll. Changes arriving within a second are told together; a failure only delays planning until the
 // GitRepo's next poll or resync, so it is logged, not retried for long.
 func notifyGitRepos(ctx workflow.Context, generation int64) {
-	_ = workflow.Sleep(ctx, time.Second)
+	_ = workflow.Sleep(ctx, notifyBatch)
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: time.Minute,
+		StartToCloseTimeout: notifyTimeout,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3},
 		Summary:             "tell GitRepos the inventory changed",
 	})

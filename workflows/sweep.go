@@ -1,9 +1,6 @@
 package workflows
 
 import (
-	"time"
-
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flotilla-gitops/flotilla/api"
@@ -70,7 +67,7 @@ func (r *clusterRun) uninstallStale(ctx workflow.Context, s api.Sweep) ([]string
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: applyTimeout,
 		HeartbeatTimeout:    heartbeat,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 3},
+		RetryPolicy:         retries(3),
 		Summary:             "uninstall what no longer goes to " + r.in.Target.Cluster,
 	})
 	var res api.UninstallResult

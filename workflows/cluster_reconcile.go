@@ -1,0 +1,167 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/flotilla-gitops/flotilla/api"
+	"go.temporal.io/sdk/workflow"
+)
+
+// reconcile observes, decides, acts, reports, and returns how long to wait before the next check.
+func (r *clusterRun) reconcile(ctx workflow.Context) time.Duration {
+	now := workflow.Now(ctx)
+	st := &r.carry.Status
+	st.Generation = r.in.Generation
+	st.LastChecked = now
+	obs, err := r.observe(ctx)
+	if err != nil {
+		return r.unreachable(ctx, err)
+	}
+	var actions []api.BundleAction
+	for _, o := range obs.Bundles {
+		f, failed := r.carry.Failures[o.Bundle]
+		if failed && f.DesiredID != o.DesiredID {
+			delete(r.carry.Failures, o.Bundle) // a new desired state deserves a fresh attempt
+			failed = false
+		}
+		due := !failed || !now.Before(f.NextRetry)
+		action, force := decide(decideInput{Obs: o, CorrectDrift: r.in.Target.Options.CorrectDrift, Paused: r.in.Paused, RetryDue: due})
+		if action != "" {
+			actions = append(actions, api.BundleAction{Bundle: o.Bundle, Action: action, ExpectedID: o.DesiredID, Force: force})
+		}
+	}
+	sweep, sweepKey := r.sweepFor(ctx, obs)
+	if len(actions) > 0 {
+		res, err := r.apply(ctx, actions, sweep)
+		if err != nil {
+			return r.unreachable(ctx, err)
+		}
+		r.recordSweep(ctx, sweep, sweepKey, res.Swept, res.SweepError)
+		r.recordApply(ctx, res, obs)
+		// The Apply activity observes after applying; only an activity that could not (or an older worker
+		// that does not) leaves it to a separate Observe. The choice follows the recorded result, so
+		// histories of either kind replay.
+		if res.Observation != nil {
+			obs = *res.Observation
+		} else if obs, err = r.observe(ctx); err != nil {
+			return r.unreachable(ctx, err)
+		}
+		r.carry.PromptStep = 0
+	} else if sweep != nil {
+		removed, err := r.uninstallStale(ctx, *sweep)
+		if err != nil {
+			return r.unreachable(ctx, err)
+		}
+		r.recordSweep(ctx, sweep, sweepKey, removed, "")
+	}
+	r.carry.FailStreak = 0
+	st.Reachable, st.LastSeen, st.Message = true, now, ""
+	st.Commit = r.in.Target.Commit
+	st.Bundles = st.Bundles[:0]
+	for _, o := range obs.Bundles {
+		if !o.Deploy && o.Error == "" {
+			continue
+		}
+		failure := ""
+		if f, ok := r.carry.Failures[o.Bundle]; ok && f.DesiredID == o.DesiredID {
+			failure = f.Message
+		}
+		st.Bundles = append(st.Bundles, bundleStatus(o, failure))
+	}
+	summarizeCluster(st)
+	r.report(ctx, false)
+	// The delay runs from now, not from when this reconcile began: an apply can take minutes, and a retry
+	// due two seconds after it failed must not be measured from before it started.
+	return r.nextDelay(ctx, workflow.Now(ctx))
+}
+
+// nextDelay checks promptly while something is converging, at the next retry when an apply failed,
+// and at the (jittered) check interval when all is quiet; it is measured from now, the moment the
+// caller starts waiting.
+func (r *clusterRun) nextDelay(ctx workflow.Context, now time.Time) time.Duration {
+	delay := r.jittered(ctx, r.checkInterval())
+	converging := false
+	for _, b := range r.carry.Status.Bundles {
+		if b.State == api.StateNotReady || b.State == api.StateWaitApplied {
+			converging = true
+		}
+	}
+	if converging {
+		d := PromptCheckFirst << r.carry.PromptStep
+		if d < delay {
+			delay = d
+			r.carry.PromptStep++
+		}
+	}
+	for _, b := range workflow.DeterministicKeys(r.carry.Failures) {
+		if d := r.carry.Failures[b].NextRetry.Sub(now); d < delay {
+			delay = d
+		}
+	}
+	if delay < minCheckDelay {
+		delay = minCheckDelay
+	}
+	return delay
+}
+
+// jittered spreads idle checks of many clusters over ±10% of the interval, the same for every check of a
+// workflow, so a thousand clusters started together do not check together.
+func (r *clusterRun) jittered(ctx workflow.Context, d time.Duration) time.Duration {
+	frac := float64(spread(workflow.GetInfo(ctx).WorkflowExecution.ID))/65535.0*0.2 - 0.1
+	return d + time.Duration(float64(d)*frac)
+}
+
+func (r *clusterRun) recordApply(ctx workflow.Context, res api.ApplyResult, obs api.Observation) {
+	ids := map[string]string{}
+	for _, o := range obs.Bundles {
+		ids[o.Bundle] = o.DesiredID
+	}
+	now := workflow.Now(ctx)
+	for _, b := range res.Bundles {
+		if b.Error == "" || b.ErrorType == api.ErrTypeStale {
+			delete(r.carry.Failures, b.Bundle)
+			continue
+		}
+		f := r.carry.Failures[b.Bundle]
+		f.DesiredID, f.Message = ids[b.Bundle], b.Error
+		f.Attempts++
+		f.NextRetry = now.Add(backoff(f.Attempts))
+		r.carry.Failures[b.Bundle] = f
+		workflow.GetLogger(ctx).Warn("bundle apply failed", "bundle", b.Bundle, "attempts", f.Attempts, "errorType", b.ErrorType)
+	}
+}
+
+func backoff(attempt int) time.Duration {
+	d := RetryFirst
+	for i := 1; i < attempt && d < RetryMax; i++ {
+		d *= 2
+	}
+	if d > RetryMax {
+		d = RetryMax
+	}
+	return d
+}
+
+// unreachable records that the cluster could not be observed or applied to, keeps the bundles' last known
+// state but never shows it as Ready, and backs off.
+func (r *clusterRun) unreachable(ctx workflow.Context, err error) time.Duration {
+	st := &r.carry.Status
+	st.Reachable = false
+	msg := errorMessage(err)
+	since := ""
+	if !st.LastSeen.IsZero() {
+		since = fmt.Sprintf(" (last successful check %s ago)", workflow.Now(ctx).Sub(st.LastSeen).Round(time.Second))
+	}
+	st.Message = fmt.Sprintf("cluster %q: %s%s", r.in.Target.Cluster, msg, since)
+	for i := range st.Bundles {
+		if st.Bundles[i].State == api.StateReady {
+			st.Bundles[i].State = api.StateNotReady
+			st.Bundles[i].Message = "cluster unreachable"
+		}
+	}
+	summarizeCluster(st)
+	r.carry.FailStreak++
+	r.report(ctx, false)
+	return backoff(r.carry.FailStreak)
+}

@@ -1,0 +1,117 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	enumspb "go.temporal.io/api/enums/v1"
+
+	"github.com/flotilla-gitops/flotilla/api"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+func (g *gitRepoRun) target(pc api.PlannedCluster) api.ClusterTarget {
+	s := g.spec.Spec
+	t := api.ClusterTarget{
+		GitRepo: g.name(), Cluster: pc.Name, ClusterDigest: pc.Digest, Repo: s.Repo, Commit: g.carry.Commit,
+		ClientSecretName: s.ClientSecretName,
+		Options: api.DeployOptions{
+			TargetNamespace: s.TargetNamespace, KeepResources: s.KeepResources,
+			CorrectDrift: s.CorrectDrift, ForceSyncGeneration: s.ForceSyncGeneration,
+		},
+	}
+	for _, i := range pc.Bundles {
+		t.Bundles = append(t.Bundles, g.carry.Plan.Bundles[i])
+	}
+	return t
+}
+
+// deliver hands changed desired states to cluster workflows, at most window of them in flight at a time.
+func (g *gitRepoRun) deliver(ctx workflow.Context) {
+	if g.carry.Plan == nil || g.paused {
+		return
+	}
+	desired := func(pc api.PlannedCluster) DesiredUpdate {
+		return DesiredUpdate{Target: g.target(pc), CheckInterval: g.checkInterval()}
+	}
+	for _, h := range g.r.nextDeliveries(g.carry.Plan, workflow.Now(ctx), g.window(), desired) {
+		g.pending++
+		g.send(ctx, h)
+	}
+}
+
+// send signals the cluster workflow, starting it as a child when it does not run.
+func (g *gitRepoRun) send(ctx workflow.Context, h handOver) {
+	cluster, up, known := h.Cluster, h.Update, h.Running
+	id := api.ClusterWorkflowID(g.name(), cluster)
+	if !known {
+		g.startsThisRun++
+	}
+	workflow.Go(ctx, func(gctx workflow.Context) {
+		if known {
+			if err := workflow.SignalExternalWorkflow(gctx, id, "", api.SignalDesired, up).Get(gctx, nil); err == nil {
+				g.events.Send(gctx, deliveryEvent{cluster: cluster})
+				return
+			}
+		}
+		cctx := workflow.WithChildOptions(gctx, workflow.ChildWorkflowOptions{
+			WorkflowID:            id,
+			ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
+			WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+			StaticSummary:         fmt.Sprintf("GitRepo %s on cluster %s", g.name(), cluster),
+			TypedSearchAttributes: temporal.NewSearchAttributes(
+				searchGitRepo.ValueSet(g.name()), searchCluster.ValueSet(cluster), searchRepo.ValueSet(g.spec.Spec.Repo)),
+		})
+		child := workflow.ExecuteChildWorkflow(cctx, ClusterWorkflow, ClusterWorkflowInput{
+			Target: up.Target, Generation: up.Generation, Paused: up.Paused, CheckInterval: up.CheckInterval,
+			Shape: ClusterShapeCurrent,
+		})
+		err := child.GetChildWorkflowExecution().Get(gctx, nil)
+		var already *temporal.ChildWorkflowExecutionAlreadyStartedError
+		if errors.As(err, &already) {
+			err = workflow.SignalExternalWorkflow(gctx, id, "", api.SignalDesired, up).Get(gctx, nil)
+			g.events.Send(gctx, deliveryEvent{cluster: cluster, err: err})
+			return
+		}
+		g.events.Send(gctx, deliveryEvent{cluster: cluster, err: err})
+		if err != nil {
+			return
+		}
+		// Learn at once if this child ends unasked (terminated from the Web UI, say).
+		_ = child.Get(gctx, nil)
+		g.events.Send(gctx, deliveryEvent{cluster: cluster, kind: eventEnded})
+	})
+}
+
+// deleteEverywhere uninstalls the GitRepo from every cluster, then ends the workflow.
+func (g *gitRepoRun) deleteEverywhere(ctx workflow.Context, reportCh workflow.ReceiveChannel) error {
+	for _, c := range g.r.removeAll() {
+		g.signalRemove(ctx, c)
+	}
+	g.publish(ctx, false)
+	deadline := workflow.Now(ctx).Add(deleteTimeout)
+	for len(g.r.removing()) > 0 && workflow.Now(ctx).Before(deadline) {
+		sel := workflow.NewSelector(ctx)
+		sel.AddReceive(reportCh, func(c workflow.ReceiveChannel, _ bool) {
+			var rep ClusterReport
+			c.Receive(ctx, &rep)
+			if rep.Removed {
+				g.r.onReport(rep)
+			}
+		})
+		sel.AddReceive(g.wake, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
+		sel.AddReceive(g.events, func(c workflow.ReceiveChannel, _ bool) {
+			var ev deliveryEvent
+			c.Receive(ctx, &ev)
+			g.handleEvent(ev)
+		})
+		sel.AddFuture(workflow.NewTimer(ctx, deleteRecheck), func(workflow.Future) {})
+		sel.Select(ctx)
+	}
+	if left := g.r.removing(); len(left) > 0 {
+		return temporal.NewApplicationError("gitrepo "+g.name()+": not removed from clusters "+strings.Join(left, ", "), api.ErrTypeRemoveIncomplete)
+	}
+	return nil
+}

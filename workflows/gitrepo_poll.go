@@ -1,0 +1,114 @@
+package workflows
+
+import (
+	"fmt"
+
+	"github.com/flotilla-gitops/flotilla/api"
+	"go.temporal.io/sdk/workflow"
+)
+
+// planKey covers everything planning depends on besides the commit and the inventory.
+func (g *gitRepoRun) planKey() string {
+	s := g.spec.Spec
+	return hashOf([]any{s.Repo, s.Paths, s.Targets, s.ClientSecretName})
+}
+
+// poll resolves the commit and re-plans when the commit, the inventory or the spec changed.
+// A failure keeps the previous plan: nothing is removed because a listing failed.
+func (g *gitRepoRun) poll(ctx workflow.Context, resync bool) {
+	g.carry.ForceSync = false
+	s := g.spec.Spec
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: pollTimeout,
+		RetryPolicy:         retries(3),
+		Summary:             "ls-remote " + s.Repo,
+	})
+	var res api.PollResult
+	err := workflow.ExecuteActivity(actx, api.ActivityPoll, api.PollInput{
+		GitRepo: g.name(), Repo: s.Repo, Branch: s.Branch, Revision: s.Revision, ClientSecretName: s.ClientSecretName,
+	}).Get(ctx, &res)
+	g.carry.LastPolled = workflow.Now(ctx)
+	if err != nil {
+		g.carry.Error = "repository: " + errorMessage(err)
+		return
+	}
+	key := g.planKey()
+	if g.carry.Plan != nil && res.Commit == g.carry.Commit && res.InventoryGeneration == g.carry.InventoryGeneration &&
+		key == g.carry.PlanKey && !resync {
+		g.carry.Error, g.carry.Held = "", nil
+		return
+	}
+	if h := g.carry.Held; h != nil && h.Commit == res.Commit && h.InventoryGeneration == res.InventoryGeneration &&
+		h.PlanKey == key && g.carry.Approved != h.Key {
+		g.carry.Error = ""
+		return // still waiting for approval; planning again would only hold it again
+	}
+	pctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: planTimeout,
+		HeartbeatTimeout:    heartbeat,
+		RetryPolicy:         retries(3),
+		Summary:             "plan " + short(res.Commit),
+	})
+	var plan api.Plan
+	err = workflow.ExecuteActivity(pctx, api.ActivityPlan, api.PlanInput{
+		GitRepo: g.name(), Repo: s.Repo, Commit: res.Commit, ClientSecretName: s.ClientSecretName,
+		Paths: s.Paths, Targets: s.Targets,
+	}).Get(ctx, &plan)
+	if err != nil {
+		g.carry.Error = fmt.Sprintf("commit %s: %s", short(res.Commit), errorMessage(err))
+		return
+	}
+	g.carry.Error = ""
+	keepUnloaded(g.carry.Plan, &plan)
+	holdKey := hashOf([]any{plan.Commit, plan.InventoryGeneration, key})
+	if msg := removalHold(g.name(), g.carry.Plan, &plan); msg != "" && g.carry.Approved != holdKey {
+		g.carry.Held = &HeldPlan{Key: holdKey, Commit: plan.Commit, InventoryGeneration: plan.InventoryGeneration, PlanKey: key, Message: msg}
+		workflow.GetLogger(ctx).Warn("plan held for approval", "gitRepo", g.name(), "commit", plan.Commit)
+		return
+	}
+	g.carry.Held, g.carry.Approved = nil, ""
+	g.carry.Plan, g.carry.Commit, g.carry.InventoryGeneration, g.carry.PlanKey = &plan, plan.Commit, plan.InventoryGeneration, key
+	g.removeUntargeted(ctx)
+}
+
+// removeUntargeted tells clusters that a successful plan no longer targets to uninstall this GitRepo.
+func (g *gitRepoRun) removeUntargeted(ctx workflow.Context) {
+	for _, c := range g.r.untargeted(g.carry.Plan) {
+		g.signalRemove(ctx, c)
+	}
+}
+
+func (g *gitRepoRun) signalRemove(ctx workflow.Context, cluster string) {
+	req := RemoveRequest{KeepResources: g.spec.Spec.KeepResources}
+	f := workflow.SignalExternalWorkflow(ctx, api.ClusterWorkflowID(g.name(), cluster), "", api.SignalRemove, req)
+	g.pending++
+	workflow.Go(ctx, func(gctx workflow.Context) {
+		kind := eventRemoveSent
+		if err := f.Get(gctx, nil); err != nil {
+			kind = eventRemoveGone
+		}
+		g.events.Send(gctx, deliveryEvent{cluster: cluster, kind: kind})
+	})
+}
+
+// resync finds cluster workflows that should run but do not (terminated by hand, say) and re-delivers to them.
+func (g *gitRepoRun) resync(ctx workflow.Context) {
+	g.carry.LastResync = workflow.Now(ctx)
+	if g.carry.Plan == nil {
+		return
+	}
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: pollTimeout,
+		RetryPolicy:         retries(2),
+		Summary:             "list cluster workflows",
+	})
+	var res api.ListClusterWorkflowsResult
+	if err := workflow.ExecuteActivity(actx, api.ActivityListClusterWorkflows,
+		api.ListClusterWorkflowsInput{GitRepo: g.name()}).Get(ctx, &res); err != nil {
+		workflow.GetLogger(ctx).Warn("listing cluster workflows failed", "gitRepo", g.name(), "error", err)
+		return
+	}
+	for _, c := range g.r.restartMissing(g.carry.Plan, res.Clusters) {
+		workflow.GetLogger(ctx).Info("cluster workflow not running; starting it again", "gitRepo", g.name(), "cluster", c)
+	}
+}

@@ -1,0 +1,148 @@
+package workflows
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/flotilla-gitops/flotilla/api"
+	"github.com/flotilla-gitops/flotilla/fleet"
+)
+
+func shopInput(window int) GitRepoInput {
+	return GitRepoInput{
+		GitRepo:  fleet.GitRepo{Metadata: fleet.ObjectMeta{Name: "shop"}, Spec: fleet.GitRepoSpec{Repo: "https://git.example.com/shop.git"}},
+		Flotilla: &RunOptions{RolloutWindow: window},
+	}
+}
+
+// fleetOf mocks Poll at commit c1 and Plan with one bundle on the clusters that clusters() names at the time.
+func fleetOf(env *testsuite.TestWorkflowEnvironment, clusters func() []string) {
+	env.OnActivity(api.ActivityPoll, mock.Anything, mock.Anything).Return(api.PollResult{Commit: "c1", InventoryGeneration: 1}, nil)
+	env.OnActivity(api.ActivityPlan, mock.Anything, mock.Anything).Return(func(_ context.Context, _ api.PlanInput) (api.Plan, error) {
+		return *planFor(clusters()...), nil
+	})
+}
+
+// fakeChildren stands in for the cluster workflow with one that runs until it is told to remove itself; it
+// records when each cluster's child started, and which were told to remove.
+func fakeChildren(env *testsuite.TestWorkflowEnvironment) (started map[string]time.Time, removed *[]string) {
+	started = map[string]time.Time{}
+	removed = &[]string{}
+	env.OnActivity(api.ActivityListClusterWorkflows, mock.Anything, mock.Anything).Return(
+		func(context.Context, api.ListClusterWorkflowsInput) (api.ListClusterWorkflowsResult, error) {
+			return api.ListClusterWorkflowsResult{Clusters: sortedKeys(started)}, nil
+		})
+	// Registered under the cluster workflow's name rather than mocked: the test environment reports a
+	// mocked child started only once it returns, and these run until removed.
+	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, in ClusterWorkflowInput) error {
+		started[in.Target.Cluster] = workflow.Now(ctx)
+		// Until removed, or for a day, so the test environment, which waits for every child, ends.
+		gone, _ := workflow.AwaitWithTimeout(ctx, 24*time.Hour, func() bool {
+			return workflow.GetSignalChannel(ctx, api.SignalRemove).ReceiveAsync(nil)
+		})
+		if gone {
+			*removed = append(*removed, in.Target.Cluster)
+		}
+		return nil
+	}, workflow.RegisterOptions{Name: api.ClusterWorkflowType})
+	return started, removed
+}
+
+func report(env *testsuite.TestWorkflowEnvironment, rep ClusterReport) {
+	env.SignalWorkflow(api.SignalClusterReport, rep)
+}
+
+// ready is a cluster's report that its bundle runs Ready at commit c1, for deliveries up to generation.
+func ready(cluster string, generation int64) ClusterReport {
+	return ClusterReport{Cluster: cluster, Status: api.ClusterStatus{Name: cluster, State: api.StateReady, Commit: "c1", Reachable: true,
+		Generation: generation, Bundles: []api.BundleStatus{{Name: "web", State: api.StateReady}}}}
+}
+
+// The GitRepo hands a new desired state to at most RolloutWindow clusters at a time: a cluster's report
+// frees its slot at once, a cluster that never answers frees it after AckTimeout. What it knows of each
+// cluster survives continue-as-new.
+func TestGitRepoRollsOutThroughItsWindow(t *testing.T) {
+	env := newEnv()
+	fleetOf(env, func() []string { return []string{"a", "b", "c", "d"} })
+	started, _ := fakeChildren(env)
+	start := env.Now()
+
+	env.RegisterDelayedCallback(func() {
+		require.Len(t, started, 2, "two clusters at once")
+		require.Contains(t, started, "a")
+		require.Contains(t, started, "b")
+		report(env, ready("a", 1))
+	}, 10*time.Second)
+	env.RegisterDelayedCallback(func() {
+		require.Contains(t, started, "c", "a's report freed its slot")
+		require.NotContains(t, started, "d", "b and c hold the window")
+	}, 20*time.Second)
+	env.RegisterDelayedCallback(func() { env.SetContinueAsNewSuggested(true) }, AckTimeout+time.Minute)
+
+	env.ExecuteWorkflow(GitRepoWorkflow, shopInput(2))
+
+	require.Contains(t, started, "d")
+	require.GreaterOrEqual(t, started["d"].Sub(start), AckTimeout, "d waited for b's slot to time out")
+	var can *workflow.ContinueAsNewError
+	require.ErrorAs(t, env.GetWorkflowError(), &can)
+	var next GitRepoInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	carry, err := unpackCarry(next.CarryZ)
+	require.NoError(t, err)
+	r := carry.takeRollout()
+	require.Equal(t, api.StateReady, r.Clusters["a"].Status.State)
+	require.True(t, r.Clusters["a"].Delivered.Acked)
+	for _, c := range []string{"b", "c", "d"} {
+		require.True(t, r.Clusters[c].Running, c)
+		require.False(t, r.Clusters[c].Delivered.Acked, c)
+	}
+	require.Equal(t, int64(4), r.Generation)
+}
+
+// A cluster the plan no longer targets is told to uninstall; once it confirms, the GitRepo forgets it.
+func TestGitRepoRemovesAClusterItNoLongerTargets(t *testing.T) {
+	env := newEnv()
+	clusters := []string{"a", "b", "c"}
+	fleetOf(env, func() []string { return clusters })
+	_, removed := fakeChildren(env)
+	var afterRemoval api.GitRepoStatus
+
+	env.RegisterDelayedCallback(func() {
+		for _, c := range clusters {
+			report(env, ready(c, 3))
+		}
+	}, 10*time.Second)
+	env.RegisterDelayedCallback(func() {
+		clusters = []string{"a", "b"}
+		env.SignalWorkflow(api.SignalSync, nil)
+	}, 20*time.Second)
+	env.RegisterDelayedCallback(func() {
+		require.Equal(t, []string{"c"}, *removed)
+		report(env, ClusterReport{Cluster: "c", Removed: true})
+	}, 30*time.Second)
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(api.QueryStatus)
+		require.NoError(t, err)
+		require.NoError(t, v.Get(&afterRemoval))
+		env.SetContinueAsNewSuggested(true)
+	}, 40*time.Second)
+
+	env.ExecuteWorkflow(GitRepoWorkflow, shopInput(10))
+
+	require.Equal(t, 2, afterRemoval.DesiredReadyClusters)
+	require.Equal(t, api.StateReady, afterRemoval.State)
+	var can *workflow.ContinueAsNewError
+	require.ErrorAs(t, env.GetWorkflowError(), &can)
+	var next GitRepoInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	carry, err := unpackCarry(next.CarryZ)
+	require.NoError(t, err)
+	require.NotContains(t, carry.takeRollout().Clusters, "c", "forgotten once removed")
+}

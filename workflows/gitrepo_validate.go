@@ -1,0 +1,50 @@
+package workflows
+
+import (
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/flotilla-gitops/flotilla/api"
+	"github.com/flotilla-gitops/flotilla/fleet"
+	"go.temporal.io/sdk/workflow"
+)
+
+var gitRepoName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// ValidateGitRepo checks a GitRepo without I/O; the CLI runs the same checks before starting anything.
+func ValidateGitRepo(g fleet.GitRepo) error {
+	return validateGitRepo(g, true)
+}
+
+// validateGitRepo checks a GitRepo; strictURL adds the credential checks of fleet.CheckRepoURL, which
+// runs started before them did not make (see strictRepoURL).
+func validateGitRepo(g fleet.GitRepo, strictURL bool) error {
+	name := g.Metadata.Name
+	if !gitRepoName.MatchString(name) || len(name) > 63 {
+		return fmt.Errorf("metadata.name %q: must be a DNS label (lowercase letters, digits, '-'; at most 63 characters)", name)
+	}
+	if g.Spec.Repo == "" {
+		return fmt.Errorf("gitrepo %q: spec.repo is required", name)
+	}
+	if err := fleet.CheckRepoURL(g.Spec.Repo); err != nil && strictURL {
+		return fmt.Errorf("gitrepo %q: spec.repo: %w", name, err)
+	}
+	if g.Spec.PollingInterval != "" {
+		if d, err := time.ParseDuration(g.Spec.PollingInterval); err != nil || d < 0 {
+			return fmt.Errorf("gitrepo %q: spec.pollingInterval %q: not a duration like 15s or 1m", name, g.Spec.PollingInterval)
+		}
+	}
+	return nil
+}
+
+func validatePollingInterval(_ workflow.Context, in api.SetPollingIntervalInput) error {
+	d, err := time.ParseDuration(in.PollingInterval)
+	if err != nil {
+		return fmt.Errorf("pollingInterval %q: not a duration (e.g. \"30s\", \"5m\")", in.PollingInterval)
+	}
+	if d < MinPollingInterval {
+		return fmt.Errorf("pollingInterval %q: must be at least %s", in.PollingInterval, MinPollingInterval)
+	}
+	return nil
+}

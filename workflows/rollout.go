@@ -1,0 +1,291 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/flotilla-gitops/flotilla/api"
+)
+
+// The rollout is what a GitRepo knows of each cluster and how it decides what to hand over next. It is
+// plain Go with no workflow.Context: the GitRepo workflow feeds it reports and delivery outcomes and asks it
+// what to deliver, remove or restart, and performs the answers (signals, child starts) itself. Every
+// iteration over clusters goes in name order or plan order, so the decisions replay identically.
+
+// clusterEntry is everything a GitRepo keeps about one cluster across continue-as-new.
+//
+// Invariants: a cluster being removed gets no new delivery; an entry is forgotten once its removal is
+// confirmed and nothing was delivered to it since, or when a plan no longer has it and nothing of this
+// GitRepo runs or is being delivered there.
+type clusterEntry struct {
+	// Delivered is the desired state last handed to the cluster's workflow; nil before the first, after a
+	// failed hand-over (so it is delivered again), and while the cluster is being removed.
+	Delivered *delivery `json:"delivered,omitempty"`
+	// Status is the cluster workflow's last report; nil until it reports.
+	Status *api.ClusterStatus `json:"status,omitempty"`
+	// Running says a workflow of this GitRepo runs (or ran) for the cluster, so a signal reaches it;
+	// otherwise the next delivery starts a child.
+	Running bool `json:"running,omitempty"`
+	// Removing says the cluster was told to uninstall the GitRepo and end; its reports are ignored until
+	// it confirms the removal.
+	Removing bool `json:"removing,omitempty"`
+}
+
+// delivery records the desired state last sent to a cluster workflow.
+type delivery struct {
+	// Hash identifies the desired state (target and check interval), so an unchanged one is not sent again.
+	Hash string `json:"hash"`
+	// Generation is the GitRepo-wide sequence number the desired state was sent with.
+	Generation int64 `json:"generation"`
+	// At is when it was sent; an unacknowledged delivery holds a rollout-window slot until AckTimeout.
+	At time.Time `json:"at"`
+	// Acked is set when the cluster reported a status of this generation or later.
+	Acked bool `json:"acked"`
+}
+
+// rollout is the per-cluster state of a GitRepo and the rules that change it.
+type rollout struct {
+	Clusters map[string]*clusterEntry `json:"clusters,omitempty"`
+	// Generation numbers deliveries; a cluster workflow ignores a desired state older than its own.
+	Generation int64 `json:"generation,omitempty"`
+}
+
+func newRollout() *rollout { return &rollout{Clusters: map[string]*clusterEntry{}} }
+
+func (r *rollout) entry(cluster string) *clusterEntry {
+	e := r.Clusters[cluster]
+	if e == nil {
+		e = &clusterEntry{}
+		r.Clusters[cluster] = e
+	}
+	return e
+}
+
+// names are the clusters with an entry, in name order.
+func (r *rollout) names() []string { return sortedKeys(r.Clusters) }
+
+// onReport takes a cluster workflow's status report. A report of a removed cluster forgets it; any other
+// report from a cluster being removed is stale and ignored.
+func (r *rollout) onReport(rep ClusterReport) {
+	if rep.Removed {
+		if e := r.Clusters[rep.Cluster]; e != nil {
+			e.Status, e.Running, e.Removing = nil, false, false
+			r.forgetIfEmpty(rep.Cluster)
+		}
+		return
+	}
+	if e := r.Clusters[rep.Cluster]; e != nil && e.Removing {
+		return
+	}
+	e := r.entry(rep.Cluster)
+	e.Running = true
+	st := rep.Status
+	e.Status = &st
+	if e.Delivered != nil && st.Generation >= e.Delivered.Generation {
+		e.Delivered.Acked = true
+	}
+}
+
+// onDelivered takes the outcome of a hand-over: after a failure the desired state is delivered again.
+func (r *rollout) onDelivered(cluster string, err error) {
+	if err != nil {
+		if e := r.Clusters[cluster]; e != nil {
+			e.Delivered = nil
+		}
+		return
+	}
+	r.entry(cluster).Running = true
+}
+
+// forgetIfEmpty drops an entry that holds nothing any more.
+func (r *rollout) forgetIfEmpty(cluster string) {
+	if e := r.Clusters[cluster]; e != nil && *e == (clusterEntry{}) {
+		delete(r.Clusters, cluster)
+	}
+}
+
+// onEnded takes a child of this run that ended without being asked to (terminated from the Web UI, say):
+// the next delivery starts it again.
+func (r *rollout) onEnded(cluster string) {
+	if e := r.Clusters[cluster]; e != nil && !e.Removing {
+		e.Running, e.Delivered = false, nil
+	}
+}
+
+// onRemoveGone takes a remove signal that found no workflow: there is nothing left to uninstall through
+// it, so the cluster is forgotten.
+func (r *rollout) onRemoveGone(cluster string) {
+	r.onReport(ClusterReport{Cluster: cluster, Removed: true})
+}
+
+// untargeted applies a new plan: it returns the clusters a workflow of this GitRepo runs on that the plan
+// no longer targets, in name order, marked as removing; the caller tells each to uninstall. A planned
+// cluster stops being removed, and an unplanned one on which nothing of this GitRepo runs is forgotten.
+func (r *rollout) untargeted(plan *api.Plan) []string {
+	planned := map[string]bool{}
+	for _, c := range plan.Clusters {
+		planned[c.Name] = true
+		if e := r.Clusters[c.Name]; e != nil {
+			e.Removing = false
+		}
+	}
+	var gone []string
+	for _, name := range r.names() {
+		e := r.Clusters[name]
+		switch {
+		case planned[name] || e.Removing:
+		case e.Running:
+			gone = append(gone, name)
+			e.Removing, e.Delivered = true, nil
+		default:
+			e.Status = nil // nothing runs there for us
+			r.forgetIfEmpty(name)
+		}
+	}
+	return gone
+}
+
+// removeAll marks every cluster a workflow of this GitRepo runs on as removing, for a GitRepo being
+// deleted, and returns those not already being removed, in name order.
+func (r *rollout) removeAll() []string {
+	var newly []string
+	for _, name := range r.names() {
+		if e := r.Clusters[name]; e.Running && !e.Removing {
+			e.Removing = true
+			newly = append(newly, name)
+		}
+	}
+	return newly
+}
+
+// removing are the clusters not yet confirmed removed, in name order.
+func (r *rollout) removing() []string {
+	var out []string
+	for _, name := range r.names() {
+		if r.Clusters[name].Removing {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// inflight counts deliveries waiting for their cluster's acknowledgement and not yet timed out.
+func (r *rollout) inflight(now time.Time) int {
+	n := 0
+	for _, name := range r.names() {
+		if d := r.Clusters[name].Delivered; d != nil && !d.Acked && now.Sub(d.At) < AckTimeout {
+			n++
+		}
+	}
+	return n
+}
+
+// nextAckDeadline is the earliest moment after now an unacknowledged delivery times out, if before limit.
+// One that timed out already frees its slot without waking anyone: counting it would put the wake-up in
+// the past, and the loop would spin without ever letting time pass.
+func (r *rollout) nextAckDeadline(now, limit time.Time) time.Time {
+	for _, name := range r.names() {
+		d := r.Clusters[name].Delivered
+		if d == nil || d.Acked || d.Hash == "" {
+			continue
+		}
+		if due := d.At.Add(AckTimeout); due.After(now) && due.Before(limit) {
+			limit = due
+		}
+	}
+	return limit
+}
+
+// handOver is one decided delivery: the desired state, and whether the cluster's workflow runs already
+// (signal it) or must be started as a child.
+type handOver struct {
+	Cluster string
+	Update  DesiredUpdate
+	Running bool
+}
+
+// nextDeliveries decides which planned clusters get their desired state now, in plan order: those whose
+// desired state changed, while fewer than window deliveries are waiting for an acknowledgement. desired
+// builds a cluster's desired state; each decided one is recorded with the next generation.
+func (r *rollout) nextDeliveries(plan *api.Plan, now time.Time, window int, desired func(api.PlannedCluster) DesiredUpdate) []handOver {
+	inflight := r.inflight(now)
+	var out []handOver
+	for _, pc := range plan.Clusters {
+		if inflight >= window {
+			break
+		}
+		e := r.Clusters[pc.Name]
+		if pc.Paused || e != nil && e.Removing {
+			continue
+		}
+		up := desired(pc)
+		hash := hashOf(up)
+		if e != nil && e.Delivered != nil && e.Delivered.Hash == hash {
+			continue
+		}
+		r.Generation++
+		up.Generation = r.Generation
+		e = r.entry(pc.Name)
+		e.Delivered = &delivery{Hash: hash, Generation: up.Generation, At: now}
+		inflight++
+		out = append(out, handOver{Cluster: pc.Name, Update: up, Running: e.Running})
+	}
+	return out
+}
+
+// restartMissing takes the clusters whose workflow visibility lists as running: a planned cluster whose
+// delivery was acknowledged but whose workflow no longer runs (terminated by hand, say) is delivered
+// again, which starts it. Only acknowledged deliveries count: visibility lags a fresh start by a moment.
+func (r *rollout) restartMissing(plan *api.Plan, running []string) []string {
+	up := map[string]bool{}
+	for _, c := range running {
+		up[c] = true
+	}
+	var restarted []string
+	for _, pc := range plan.Clusters {
+		e := r.Clusters[pc.Name]
+		if e != nil && e.Delivered != nil && e.Delivered.Acked && !up[pc.Name] {
+			e.Delivered, e.Running = nil, false
+			restarted = append(restarted, pc.Name)
+		}
+	}
+	return restarted
+}
+
+// clusterView is one planned cluster's status: its last report, judged against what the GitRepo wants
+// now, or Pending when it has not reported. It never shows a stale Ready.
+func (r *rollout) clusterView(plan *api.Plan, pc api.PlannedCluster, commit string, paused bool) api.ClusterStatus {
+	e := r.Clusters[pc.Name]
+	if e == nil || e.Status == nil {
+		cs := api.ClusterStatus{Name: pc.Name, State: api.StatePending, Message: "waiting for its cluster workflow", Reachable: true}
+		for _, i := range pc.Bundles {
+			cs.Bundles = append(cs.Bundles, api.BundleStatus{Name: plan.Bundles[i].Name, State: api.StatePending})
+		}
+		if paused || pc.Paused {
+			cs.State, cs.Message = api.StateOutOfSync, "paused"
+		}
+		return cs
+	}
+	cs := *e.Status
+	cs.Bundles = append([]api.BundleStatus(nil), cs.Bundles...)
+	d := e.Delivered
+	switch {
+	case (paused || pc.Paused) && cs.Commit != commit:
+		if !api.Worse(cs.State, api.StateOutOfSync) {
+			cs.State = api.StateOutOfSync
+		}
+		cs.Message = fmt.Sprintf("paused at commit %s; %s is waiting", short(cs.Commit), short(commit))
+	case d != nil && d.Generation > cs.Generation && cs.Reachable:
+		cs.State = api.StateWaitApplied
+		cs.Message = fmt.Sprintf("applying commit %s", short(commit))
+	case cs.Commit != commit && cs.Reachable && !api.Worse(cs.State, api.StateOutOfSync):
+		// Not delivered yet (the rollout window is full): what it runs is not what the GitRepo wants.
+		cs.State = api.StateOutOfSync
+		cs.Message = fmt.Sprintf("at commit %s; %s waits for the rollout window", short(cs.Commit), short(commit))
+	}
+	return cs
+}
+
+func sortedKeys[V any](m map[string]V) []string { return workflow.DeterministicKeys(m) }

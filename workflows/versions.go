@@ -1,0 +1,45 @@
+package workflows
+
+// Every change of workflow code that alters the commands a running workflow issues is gated here, so
+// histories recorded before it replay as they ran (workflows/replay_test.go replays recorded ones). One
+// scheme: a change ID for workflow.GetVersion, named after what it changes; for cluster workflows, which
+// are many and long-lived, a Shape number carried in the input instead (a GetVersion marker upserts a
+// search attribute, a visibility write per run). Each gate says when it can go: once no run started before
+// it can still be running (after an upgrade, every GitRepo has continued as new at least once: at most
+// MaxHistoryEvents events or MaxChildStartsPerRun child starts; a cluster workflow at clusterMaxHistory).
+
+// GitRepo workflow gates.
+const (
+	// gitRepoLoop2: the loop keeps its timer while the wake-up time stays the same and paces what it
+	// publishes. Before, every pass (every batch of cluster reports) started and cancelled a timer and
+	// upserted the memo and search attributes when the ready count moved: four commands a pass, a third of
+	// the GitRepo's history in a 1,000-cluster rollout. Can go with the replay fixtures recorded before it.
+	gitRepoLoop2 = "gitrepo-loop-2"
+	// repoSearchAttributeFollowsSpec: a spec signal that changes spec.repo upserts FlotillaRepo.
+	repoSearchAttributeFollowsSpec = "repo-search-attribute-follows-spec"
+	// strictRepoURL: a run refuses every credential form in spec.repo (query strings, fragments,
+	// scp-style passwords). A run started before, with such a URL, replays as it ran and meets the check
+	// when it continues as new, where it stops with InvalidGitRepo naming the part to remove.
+	strictRepoURL = "strict-repo-url"
+)
+
+// Inventory workflow gates.
+const (
+	// inventoryNotifiesGitRepos: an inventory change signals sync to every running GitRepo.
+	inventoryNotifiesGitRepos = "notify-gitrepos"
+)
+
+// Cluster workflow gates: runs started with a Shape know their behaviour from it; runs started before
+// Shape existed (Shape 0) ask GetVersion with the change ID of each behaviour.
+const (
+	// clusterShapeLoop2 (change ID clusterLoop2): Observe runs as a local activity, and a child started
+	// with its search attributes does not upsert them again.
+	clusterShapeLoop2 = 2
+	clusterLoop2      = "cluster-loop-2"
+	// clusterShapeSweep (change ID clusterSweep): the run sweeps releases its target no longer has.
+	clusterShapeSweep = 3
+	clusterSweep      = "cluster-sweep"
+
+	// ClusterShapeCurrent is the Shape a run is started with, by the GitRepo and by continue-as-new.
+	ClusterShapeCurrent = clusterShapeSweep
+)
