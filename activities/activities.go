@@ -359,12 +359,12 @@ func ApplyRequestFor(rel *render.Release, gitRepo, cluster, commit string) agent
 		Name: rel.Name, Namespace: rel.Namespace, Chart: rel.Chart, Values: rel.Values, PostRenderer: rel.PostRenderer,
 		Labels: map[string]string{
 			api.LabelDeploymentID: rel.DeploymentID, api.LabelGitRepo: gitRepo, api.LabelBundle: rel.Bundle,
-			api.LabelCluster: cluster, api.LabelCommit: shortSHA(commit),
+			api.LabelCluster: cluster, api.LabelCommit: api.ShortCommit(commit),
 		},
 		CreateNamespace:    true,
 		ConfineToNamespace: rel.ForcedNamespace,
 		MaxHistory:         maxHistory(rel.Options),
-		Description:        fmt.Sprintf("flotilla: gitrepo %s commit %s", gitRepo, shortSHA(commit)),
+		Description:        fmt.Sprintf("flotilla: gitrepo %s commit %s", gitRepo, api.ShortCommit(commit)),
 	}
 	if rel.Options.KeepResources {
 		req.Labels[api.LabelKeepResources] = "true"
@@ -555,11 +555,4 @@ func maxHistory(o fleet.BundleDeploymentOptions) int {
 		return o.Helm.MaxHistory
 	}
 	return 5
-}
-
-func shortSHA(s string) string {
-	if len(s) > 12 {
-		return s[:12]
-	}
-	return s
 }

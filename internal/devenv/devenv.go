@@ -97,7 +97,7 @@ func Up(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	o.say("example repository file://%s at %s", repoDir, commit[:12])
+	o.say("example repository file://%s at %s", repoDir, api.ShortCommit(commit))
 	_, err = StartWorker(WorkerOptions{Bin: bin, Address: tmp.Address(), CacheDir: filepath.Join(o.Dir, "cache"),
 		LogFile: filepath.Join(logs, "worker.log"), PIDFile: filepath.Join(pids, "worker.pid"), Detached: true})
 	if err != nil {
