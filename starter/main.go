@@ -13,6 +13,7 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/flotilla-gitops/flotilla/api"
+	"github.com/flotilla-gitops/flotilla/internal/envdefault"
 	"github.com/flotilla-gitops/flotilla/internal/searchattr"
 )
 
@@ -43,13 +44,6 @@ type globals struct {
 	timeout   time.Duration
 }
 
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
-}
-
 func newRoot() *cobra.Command {
 	g := &globals{}
 	root := &cobra.Command{
@@ -58,8 +52,8 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.PersistentFlags().StringVar(&g.address, "address", envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend host:port (env TEMPORAL_ADDRESS)")
-	root.PersistentFlags().StringVar(&g.namespace, "namespace", envOr("TEMPORAL_NAMESPACE", "default"), "Temporal namespace (env TEMPORAL_NAMESPACE)")
+	root.PersistentFlags().StringVar(&g.address, "address", envdefault.TemporalAddress(), "Temporal frontend host:port (env TEMPORAL_ADDRESS)")
+	root.PersistentFlags().StringVar(&g.namespace, "namespace", envdefault.TemporalNamespace(), "Temporal namespace (env TEMPORAL_NAMESPACE)")
 	root.PersistentFlags().DurationVar(&g.timeout, "request-timeout", 30*time.Second, "timeout of each call to Temporal")
 	root.AddCommand(newApplyCmd(g), newClusterCmd(g), newGetCmd(g), newStatusCmd(g),
 		newSyncCmd(g),
