@@ -1,5 +1,6 @@
 // Package activities holds every side effect of Flotilla's workflows: git, rendering, Helm and
-// Kubernetes calls, and reads of the inventory. Activities are idempotent: a retry after a worker
+// Kubernetes calls, reads of the inventory, and the Temporal calls a workflow cannot make itself
+// (visibility lists, a sync signal to every GitRepo). Activities are idempotent: a retry after a worker
 // crash observes first and does only what is still missing.
 package activities
 

@@ -1,4 +1,6 @@
-// Command flotilla-worker runs Flotilla's workflows and activities on the `flotilla` task queue.
+// Command flotilla-worker runs Flotilla's workflows and activities on the `flotilla` task queue and, when
+// asked, serves git push webhooks (--webhook-listen) and Go's profiles (--pprof-listen). It also starts
+// itself in a hidden mode to render a chart within hard limits before Helm does (internal/chartcheck).
 package main
 
 import (
