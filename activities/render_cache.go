@@ -11,7 +11,6 @@ import (
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet/bundle"
 	"github.com/flotilla-gitops/flotilla/fleet/render"
-	"github.com/flotilla-gitops/flotilla/fleet/safepath"
 	"github.com/flotilla-gitops/flotilla/fleet/tmpl"
 )
 
@@ -101,14 +100,13 @@ func (c *renderCache) evictOldest() {
 	}
 }
 
+// renderErrorType is the error type of a bundle that did not render: a `${ }` template that failed for
+// this cluster, or anything else wrong with the bundle (its fleet.yaml, its chart, a path that leaves the
+// repository). A path that escapes is a BundleError like the rest; it needs no type of its own.
 func renderErrorType(err error) string {
 	var te *tmpl.TemplateError
 	if errors.As(err, &te) {
 		return api.ErrTypeTemplate
-	}
-	var ee *safepath.EscapeError
-	if errors.As(err, &ee) {
-		return api.ErrTypeBundle
 	}
 	return api.ErrTypeBundle
 }
