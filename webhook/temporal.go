@@ -28,9 +28,8 @@ type Temporal struct {
 }
 
 const (
-	runningGitRepos = "WorkflowType = '" + api.GitRepoWorkflowType + "' AND ExecutionStatus = 'Running'"
-	queryTimeout    = 5 * time.Second
-	queryParallel   = 8
+	queryTimeout  = 5 * time.Second
+	queryParallel = 8
 )
 
 // refs is the part of the `status` query answer (api.GitRepoStatus) that says which ref a GitRepo follows.
@@ -49,7 +48,7 @@ func (t Temporal) List(ctx context.Context, matches func(repo string) bool) ([]G
 	var token []byte
 	for {
 		resp, err := t.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-			Query: runningGitRepos, NextPageToken: token, PageSize: 1000,
+			Query: api.RunningGitReposQuery, NextPageToken: token, PageSize: 1000,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("listing running GitRepos: %w", err)
