@@ -24,3 +24,14 @@ var SearchAttributes = map[string]string{
 	SearchAttrReady:    "Keyword",
 	SearchAttrHasError: "Bool",
 }
+
+// RunningGitReposQuery is the visibility query for every running GitRepo workflow: `flotilla get
+// gitrepos` lists them with it, the webhook looks among them for the GitRepos of a pushed repository, and
+// the NotifyGitRepos activity syncs each when the inventory changes.
+const RunningGitReposQuery = "WorkflowType = '" + GitRepoWorkflowType + "' AND ExecutionStatus = 'Running'"
+
+// RunningClusterWorkflowsQuery is the visibility query for the running cluster workflows of a GitRepo,
+// whose name is a DNS label and needs no quoting.
+func RunningClusterWorkflowsQuery(gitRepo string) string {
+	return "WorkflowType = '" + ClusterWorkflowType + "' AND " + SearchAttrGitRepo + " = '" + gitRepo + "' AND ExecutionStatus = 'Running'"
+}

@@ -349,7 +349,7 @@ func (r *run) waitAllReady(ctx context.Context, gitRepo string, n, bundles int, 
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	msg := fmt.Sprintf("gitrepo %s: %d/%d clusters ready (commit %.12s) after %s", gitRepo, last.ready, n, last.commit, timeout)
+	msg := fmt.Sprintf("gitrepo %s: %d/%d clusters ready (commit %s) after %s", gitRepo, last.ready, n, api.ShortCommit(last.commit), timeout)
 	if st, err := r.status(ctx, gitRepo); err == nil {
 		msg += ": " + truncate(st.Message, 600)
 	}

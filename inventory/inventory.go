@@ -71,23 +71,16 @@ func ValidateGroup(g fleet.ClusterGroup) error {
 	return target.Validate([]fleet.GitTarget{{Name: g.Metadata.Name, ClusterSelector: g.Spec.Selector}}) //workflowcheck:ignore
 }
 
+// Clusters and groups are changed by one rule. An entry is known by its name. An upsert first normalises
+// the entry (what a Fleet document leaves to its defaults is written out, see normalizeCluster and
+// normalizeGroup), then changes nothing when the entry's JSON encoding equals the registered one's: the
+// encoding is what the inventory query answers, what Digest hashes and what a GitRepo renders from, so two
+// entries encoded alike cannot deploy differently, and re-applying the same document never bumps the
+// generation nor makes a GitRepo plan again. A remove changes nothing when the name is not registered.
+
 // UpsertCluster adds or replaces a cluster; it reports whether anything changed.
 func (inv *Inventory) UpsertCluster(c fleet.Cluster) bool {
-	c = normalizeCluster(c)
-	for i := range inv.Clusters {
-		if inv.Clusters[i].Metadata.Name == c.Metadata.Name {
-			if Digest(inv.Clusters[i], nil) == Digest(c, nil) {
-				return false
-			}
-			inv.Clusters[i] = c
-			inv.Generation++
-			return true
-		}
-	}
-	inv.Clusters = append(inv.Clusters, c)
-	sort.Slice(inv.Clusters, func(i, j int) bool { return inv.Clusters[i].Metadata.Name < inv.Clusters[j].Metadata.Name })
-	inv.Generation++
-	return true
+	return upsert(inv, &inv.Clusters, normalizeCluster(c), clusterName)
 }
 
 // CheckAdd refuses to add a cluster that is registered with other settings, naming what would change.
@@ -98,7 +91,7 @@ func (inv *Inventory) CheckAdd(c fleet.Cluster) error {
 		return nil
 	}
 	c = normalizeCluster(c)
-	if Digest(old, nil) == Digest(c, nil) {
+	if sameEntry(old, c) {
 		return nil
 	}
 	var changed []string
@@ -123,48 +116,54 @@ func (inv *Inventory) CheckAdd(c fleet.Cluster) error {
 
 // RemoveCluster removes a cluster; it reports whether it was there.
 func (inv *Inventory) RemoveCluster(name string) bool {
-	for i := range inv.Clusters {
-		if inv.Clusters[i].Metadata.Name == name {
-			inv.Clusters = append(inv.Clusters[:i], inv.Clusters[i+1:]...)
-			inv.Generation++
-			return true
-		}
-	}
-	return false
+	return remove(inv, &inv.Clusters, name, clusterName)
 }
 
-// UpsertGroup adds or replaces a cluster group.
+// UpsertGroup adds or replaces a cluster group; it reports whether anything changed.
 func (inv *Inventory) UpsertGroup(g fleet.ClusterGroup) bool {
-	if g.Metadata.Namespace == "" {
-		g.Metadata.Namespace = fleet.DefaultNamespace
-	}
-	for i := range inv.Groups {
-		if inv.Groups[i].Metadata.Name == g.Metadata.Name {
-			if mustJSON(inv.Groups[i]) == mustJSON(g) {
+	return upsert(inv, &inv.Groups, normalizeGroup(g), groupName)
+}
+
+// RemoveGroup removes a cluster group; it reports whether it was there.
+func (inv *Inventory) RemoveGroup(name string) bool {
+	return remove(inv, &inv.Groups, name, groupName)
+}
+
+// upsert replaces the entry of e's name unless it is encoded alike, or adds e in name order.
+func upsert[T any](inv *Inventory, entries *[]T, e T, name func(T) string) bool {
+	for i, old := range *entries {
+		if name(old) == name(e) {
+			if sameEntry(old, e) {
 				return false
 			}
-			inv.Groups[i] = g
+			(*entries)[i] = e
 			inv.Generation++
 			return true
 		}
 	}
-	inv.Groups = append(inv.Groups, g)
-	sort.Slice(inv.Groups, func(i, j int) bool { return inv.Groups[i].Metadata.Name < inv.Groups[j].Metadata.Name })
+	*entries = append(*entries, e)
+	sort.Slice(*entries, func(i, j int) bool { return name((*entries)[i]) < name((*entries)[j]) })
 	inv.Generation++
 	return true
 }
 
-// RemoveGroup removes a cluster group.
-func (inv *Inventory) RemoveGroup(name string) bool {
-	for i := range inv.Groups {
-		if inv.Groups[i].Metadata.Name == name {
-			inv.Groups = append(inv.Groups[:i], inv.Groups[i+1:]...)
+// remove drops the entry named n, if there is one.
+func remove[T any](inv *Inventory, entries *[]T, n string, name func(T) string) bool {
+	for i, e := range *entries {
+		if name(e) == n {
+			*entries = append((*entries)[:i], (*entries)[i+1:]...)
 			inv.Generation++
 			return true
 		}
 	}
 	return false
 }
+
+// sameEntry is the inventory's one test of equality (see UpsertCluster).
+func sameEntry(a, b any) bool { return mustJSON(a) == mustJSON(b) }
+
+func clusterName(c fleet.Cluster) string    { return c.Metadata.Name }
+func groupName(g fleet.ClusterGroup) string { return g.Metadata.Name }
 
 // Cluster returns the named cluster.
 func (inv *Inventory) Cluster(name string) (fleet.Cluster, bool) {
@@ -205,12 +204,23 @@ func Digest(c fleet.Cluster, groups []string) string {
 	return hex.EncodeToString(sum[:8])
 }
 
+// normalizeCluster writes out a cluster's namespace and its kind: `flotilla cluster add` sends a cluster
+// without them, `flotilla apply -f` a Cluster document with them, and both register the same cluster.
 func normalizeCluster(c fleet.Cluster) fleet.Cluster {
 	if c.Metadata.Namespace == "" {
 		c.Metadata.Namespace = fleet.DefaultNamespace
 	}
 	c.APIVersion, c.Kind = fleet.APIVersion, fleet.KindCluster
 	return c
+}
+
+// normalizeGroup writes out a group's namespace. Its kind is kept as sent: groups come only from
+// ClusterGroup documents, which carry it, and entries registered before stay encoded as they were.
+func normalizeGroup(g fleet.ClusterGroup) fleet.ClusterGroup {
+	if g.Metadata.Namespace == "" {
+		g.Metadata.Namespace = fleet.DefaultNamespace
+	}
+	return g
 }
 
 // mustJSON encodes plain data deterministically (sorted map keys), which workflowcheck cannot see.

@@ -1,4 +1,11 @@
-// Command flotilla is the operator's CLI: register clusters, apply GitRepos, read status, sync, pause.
+// Command flotilla is Flotilla's CLI, the operator's one tool; `make build` builds this folder into
+// bin/flotilla. The folder is called starter after the program in Temporal's samples that starts and
+// signals workflows, because that is what the CLI does: `cluster` and `apply` change the inventory
+// workflow through its updates and start GitRepo workflows; `status` reads a GitRepo's status query and
+// `get gitrepos` the GitRepos' search attributes; `sync`, `pause`, `resume` and `delete` signal a GitRepo
+// (`sync --allow-removal` approves a held plan through an update). `render` previews what a cluster would
+// get, rendered here as the worker renders it, from a folder without Temporal or for a running GitRepo at
+// its commit. No command contacts a cluster.
 package main
 
 import (
@@ -13,6 +20,7 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/flotilla-gitops/flotilla/api"
+	"github.com/flotilla-gitops/flotilla/internal/envdefault"
 	"github.com/flotilla-gitops/flotilla/internal/searchattr"
 )
 
@@ -43,13 +51,6 @@ type globals struct {
 	timeout   time.Duration
 }
 
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
-}
-
 func newRoot() *cobra.Command {
 	g := &globals{}
 	root := &cobra.Command{
@@ -58,8 +59,8 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.PersistentFlags().StringVar(&g.address, "address", envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend host:port (env TEMPORAL_ADDRESS)")
-	root.PersistentFlags().StringVar(&g.namespace, "namespace", envOr("TEMPORAL_NAMESPACE", "default"), "Temporal namespace (env TEMPORAL_NAMESPACE)")
+	root.PersistentFlags().StringVar(&g.address, "address", envdefault.TemporalAddress(), "Temporal frontend host:port (env TEMPORAL_ADDRESS)")
+	root.PersistentFlags().StringVar(&g.namespace, "namespace", envdefault.TemporalNamespace(), "Temporal namespace (env TEMPORAL_NAMESPACE)")
 	root.PersistentFlags().DurationVar(&g.timeout, "request-timeout", 30*time.Second, "timeout of each call to Temporal")
 	root.AddCommand(newApplyCmd(g), newClusterCmd(g), newGetCmd(g), newStatusCmd(g),
 		newSyncCmd(g),

@@ -50,7 +50,7 @@ func renderGitRepo(cmd *cobra.Command, g *globals, f *renderFlags) error {
 	// targets (the worker keeps it where it ran before, which a preview cannot know).
 	bundles, err := plan.Load(dir, gr.Metadata.Name, gr.Spec.Paths, gr.Spec.Targets)
 	if err != nil {
-		return fmt.Errorf("gitrepo %q at commit %s: %w", gr.Metadata.Name, shortCommit(commit), err)
+		return fmt.Errorf("gitrepo %q at commit %s: %w", gr.Metadata.Name, api.ShortCommit(commit), err)
 	}
 	for _, w := range plan.Warnings(bundles) {
 		fmt.Fprintf(cmd.ErrOrStderr(), "WARN %s\n", w)
@@ -99,7 +99,7 @@ func renderGitRepo(cmd *cobra.Command, g *globals, f *renderFlags) error {
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("gitrepo %q at commit %s: %d of %d clusters fail to render: %s",
-			gr.Metadata.Name, shortCommit(commit), len(failed), len(results), strings.Join(failed, ", "))
+			gr.Metadata.Name, api.ShortCommit(commit), len(failed), len(results), strings.Join(failed, ", "))
 	}
 	return nil
 }

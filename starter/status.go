@@ -86,21 +86,14 @@ func allReady(st api.GitRepoStatus) bool {
 }
 
 func progressLine(st api.GitRepoStatus) string {
-	return fmt.Sprintf("%s: %s (commit %s)", st.Name, st.Message, shortCommit(st.Commit))
-}
-
-func shortCommit(c string) string {
-	if len(c) > 12 {
-		return c[:12]
-	}
-	return c
+	return fmt.Sprintf("%s: %s (commit %s)", st.Name, st.Message, api.ShortCommit(st.Commit))
 }
 
 func printStatus(w io.Writer, format string, st api.GitRepoStatus) error {
 	if format != "table" && format != "" {
 		return printStructured(w, format, st)
 	}
-	fmt.Fprintf(w, "GitRepo %s  repo %s  commit %s\nState %s: %s\n", st.Name, st.Repo, shortCommit(st.Commit), st.State, st.Message)
+	fmt.Fprintf(w, "GitRepo %s  repo %s  commit %s\nState %s: %s\n", st.Name, st.Repo, api.ShortCommit(st.Commit), st.State, st.Message)
 	for _, warning := range st.Warnings {
 		fmt.Fprintf(w, "Warning: %s\n", warning)
 	}
@@ -134,7 +127,7 @@ func newGetCmd(g *globals) *cobra.Command {
 			ctx, cancel := g.ctx()
 			defer cancel()
 			resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-				Query: "WorkflowType = '" + api.GitRepoWorkflowType + "' AND ExecutionStatus = 'Running'",
+				Query: api.RunningGitReposQuery,
 			})
 			if err != nil {
 				return err
@@ -166,7 +159,7 @@ func newGetCmd(g *globals) *cobra.Command {
 			tw := tabWriter(cmd.OutOrStdout())
 			fmt.Fprintln(tw, "NAME\tREPO\tSTATE\tREADY\tCOMMIT")
 			for _, r := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, r.Repo, r.State, r.Ready, shortCommit(r.Commit))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, r.Repo, r.State, r.Ready, api.ShortCommit(r.Commit))
 			}
 			return tw.Flush()
 		},

@@ -43,7 +43,7 @@ func newSyncCmd(g *globals) *cobra.Command {
 			if err := h.Get(ctx, &res); err != nil {
 				return fmt.Errorf("gitrepo %q: %w", args[0], err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "gitrepo/%s: approved the plan of commit %.12s; it applies now\n", args[0], res.Commit)
+			fmt.Fprintf(cmd.OutOrStdout(), "gitrepo/%s: approved the plan of commit %s; it applies now\n", args[0], api.ShortCommit(res.Commit))
 			return nil
 		},
 	}

@@ -72,21 +72,9 @@ func TestExampleGitRepoDeploysToThreeClustersWithTheirOwnValues(t *testing.T) {
 // Fleet's users report it (rancher/fleet#2943, #3277): one cluster lacking a template value must fail alone, visibly, and heal when the value arrives.
 func TestMissingTemplateValueFailsOnlyThatCluster(t *testing.T) {
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a"}, {Name: "b"}}})
-	repo := s.NewRepo(map[string]string{
-		"web/fleet.yaml": `defaultNamespace: web
-helm:
-  chart: ./chart
-  values:
-    fqdn: ${ .ClusterValues.generated.cluster_metadata.fqdn }
-`,
-		"web/chart/Chart.yaml":               "apiVersion: v2\nname: web\nversion: 0.1.0\n",
-		"web/chart/templates/configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n  fqdn: {{ .Values.fqdn | quote }}\n",
-	})
-	fqdn := func(v string) map[string]any {
-		return map[string]any{"generated": map[string]any{"cluster_metadata": map[string]any{"fqdn": v}}}
-	}
-	s.AddCluster("edge-1", "a", map[string]string{"region": "edge"}, fqdn("edge-1.example.com"))
-	s.AddCluster("edge-2", "b", map[string]string{"region": "edge"}, map[string]any{"generated": map[string]any{"cluster_metadata": map[string]any{}}})
+	repo := s.NewRepo(fqdnBundle())
+	s.AddCluster("edge-1", "a", map[string]string{"region": "edge"}, fqdnValues("edge-1.example.com"))
+	s.AddCluster("edge-2", "b", map[string]string{"region": "edge"}, fqdnValues(""))
 	s.Apply(harness.GitRepoYAML("edges", repo.URL(), `  paths: [web]
   targets:
   - clusterSelector: {matchLabels: {region: edge}}
@@ -120,7 +108,7 @@ helm:
 	}, 2*time.Minute, 250*time.Millisecond)
 
 	// The value arrives; the next sync deploys it, with no restart.
-	s.AddCluster("edge-2", "b", map[string]string{"region": "edge"}, fqdn("edge-2.example.com"))
+	s.AddCluster("edge-2", "b", map[string]string{"region": "edge"}, fqdnValues("edge-2.example.com"))
 	s.WaitStatus("edges", 2*time.Minute, "both clusters Ready", harness.AllReady)
 	require.Equal(t, "edge-2.example.com", s.ConfigMapData("b", "web", "web")["fqdn"])
 	// These histories are the replay fixtures of the current workflow shape. A cluster workflow started by

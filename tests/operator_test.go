@@ -1,10 +1,8 @@
 package tests
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -22,25 +19,6 @@ import (
 	"github.com/flotilla-gitops/flotilla/internal/localk8s"
 	"github.com/flotilla-gitops/flotilla/tests/harness"
 )
-
-const configMapV = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  v: %q\n"
-
-// runCLI runs bin/flotilla and returns stdout, stderr and the exit code; unlike CLIRun it expects failures.
-func runCLI(t *testing.T, s *harness.Stack, args ...string) (string, string, int) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, s.CLI.Bin, append([]string{"--address", s.CLI.Address}, args...)...)
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return stdout.String(), stderr.String(), ee.ExitCode()
-	}
-	require.NoError(t, err)
-	return stdout.String(), stderr.String(), 0
-}
 
 // An operator drives a GitRepo through its whole life with the CLI alone: register clusters, apply a
 // group and a GitRepo, read status as a script would, pause, resume, sync, remove a cluster, delete.
@@ -54,9 +32,9 @@ func TestOperatorDrivesAGitRepoWithTheCLI(t *testing.T) {
 	s.CLIRun("cluster", "add", "two", "--kubeconfig", s.K8s.Kubeconfig("two"), "--label", "env=test")
 	s.CLIRun("cluster", "add", "two", "--kubeconfig", s.K8s.Kubeconfig("two"), "--label", "env=test") // the same again: no change
 	// Re-running an add with other labels would untarget label-selected GitRepos: it takes --replace.
-	_, stderr, code := runCLI(t, s, "cluster", "add", "two", "--kubeconfig", s.K8s.Kubeconfig("two"), "--label", "env=dev")
-	require.Equal(t, 1, code)
-	require.Contains(t, stderr, `cluster "two" is registered already with other labels; add --replace`)
+	res := s.CLI("cluster", "add", "two", "--kubeconfig", s.K8s.Kubeconfig("two"), "--label", "env=dev")
+	require.Equal(t, 1, res.ExitCode)
+	require.Contains(t, res.Stderr, `cluster "two" is registered already with other labels; add --replace`)
 	s.CLIRun("cluster", "add", "two", "--replace", "--kubeconfig", s.K8s.Kubeconfig("two"), "--label", "env=dev")
 
 	var inv struct {
@@ -101,11 +79,11 @@ spec:
 `, repo.URL()))
 
 	// --wait prints progress on stderr and the final status on stdout.
-	out, progress, code := runCLI(t, s, "status", "ops", "--wait", "--timeout", "2m", "-o", "json")
-	require.Equal(t, 0, code, progress)
-	require.Contains(t, progress, "clusters ready")
+	res = s.CLI("status", "ops", "--wait", "--timeout", "2m", "-o", "json")
+	require.Equal(t, 0, res.ExitCode, res.Stderr)
+	require.Contains(t, res.Stderr, "clusters ready")
 	var doc map[string]any
-	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &doc))
 	for _, key := range []string{"commit", "summary", "message", "clusters"} {
 		require.Contains(t, doc, key, "status JSON contract")
 	}
@@ -152,14 +130,14 @@ spec:
 	require.NotContains(t, s.CLIRun("cluster", "list"), "two")
 
 	// Errors name what is wrong; exit codes tell scripts what happened.
-	_, stderr, code = runCLI(t, s, "status", "nope")
-	require.Equal(t, 1, code)
-	require.Contains(t, stderr, `gitrepo "nope"`)
-	_, stderr, code = runCLI(t, s, "apply", "-f", filepath.Join(s.Dir, "missing.yaml"))
-	require.Equal(t, 1, code)
-	require.Contains(t, stderr, "missing.yaml")
-	_, _, code = runCLI(t, s, "cluster", "add", "x")
-	require.NotEqual(t, 0, code, "--kubeconfig is required")
+	res = s.CLI("status", "nope")
+	require.Equal(t, 1, res.ExitCode)
+	require.Contains(t, res.Stderr, `gitrepo "nope"`)
+	res = s.CLI("apply", "-f", filepath.Join(s.Dir, "missing.yaml"))
+	require.Equal(t, 1, res.ExitCode)
+	require.Contains(t, res.Stderr, "missing.yaml")
+	res = s.CLI("cluster", "add", "x")
+	require.NotEqual(t, 0, res.ExitCode, "--kubeconfig is required")
 
 	s.CLIRun("delete", "ops")
 	require.Eventually(t, s.NoReleases("one", "ops"), time.Minute, 200*time.Millisecond, "uninstalled")

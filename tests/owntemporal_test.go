@@ -50,9 +50,10 @@ func TestTheWorkerRefusesAConflictingSearchAttribute(t *testing.T) {
 	require.Contains(t, string(out), "search attribute FlotillaRepo exists with type Int, Flotilla needs Keyword")
 
 	// The CLI, asked about GitRepos on this namespace, says what is missing rather than printing nothing.
-	out, err = exec.CommandContext(ctx, filepath.Join(harness.BinDir(), "flotilla"), "--address", srv.Address(), "status", "shop").CombinedOutput()
-	require.Error(t, err)
-	require.Contains(t, string(out), "search attribute FlotillaRepo exists with type Int, Flotilla needs Keyword")
-	require.Contains(t, string(out), "lacks Flotilla's search attributes FlotillaCluster, FlotillaCommit")
-	require.Contains(t, string(out), "temporal operator search-attribute create --namespace default --name FlotillaState --type Keyword")
+	res := harness.RunCLI(t, srv.Address(), "status", "shop")
+	require.NotEqual(t, 0, res.ExitCode)
+	said := res.Stdout + res.Stderr
+	require.Contains(t, said, "search attribute FlotillaRepo exists with type Int, Flotilla needs Keyword")
+	require.Contains(t, said, "lacks Flotilla's search attributes FlotillaCluster, FlotillaCommit")
+	require.Contains(t, said, "temporal operator search-attribute create --namespace default --name FlotillaState --type Keyword")
 }

@@ -73,13 +73,13 @@ func TestWhatLeavesAClusterIsUninstalledAndOnlyThat(t *testing.T) {
 	// A commit that leaves only the README: held, nothing uninstalled, until approved.
 	empty := repo.Commit(map[string]string{"edge/fleet.yaml": "", "edge/cm.yaml": "", "web/fleet.yaml": "", "web/cm.yaml": ""}, "oops")
 	st := s.WaitStatus("shop", 2*time.Minute, "the plan held", func(st api.GitRepoStatus) bool { return st.Held != "" })
-	require.Contains(t, st.Held, "commit "+empty[:12]+" has no bundles under the GitRepo's paths")
+	require.Contains(t, st.Held, "commit "+api.ShortCommit(empty)+" has no bundles under the GitRepo's paths")
 	require.Contains(t, st.Message, "flotilla sync shop --allow-removal")
 	require.NotEqual(t, api.StateReady, st.State)
 	require.NotEqual(t, empty, st.Commit, "the clusters keep the commit before it")
 	require.Contains(t, s.Releases("two", "shop"), "shop-edge")
-	_, stderr, code := runCLI(t, s, "status", "shop", "--wait", "--timeout", "1s")
-	require.Equal(t, 3, code, "a held plan is not ready: %s", stderr)
+	res := s.CLI("status", "shop", "--wait", "--timeout", "1s")
+	require.Equal(t, 3, res.ExitCode, "a held plan is not ready: %s", res.Stderr)
 
 	s.CLIRun("sync", "shop", "--allow-removal", "--commit", empty[:8])
 	require.Eventually(t, s.NoReleases("two", "shop"), 2*time.Minute, 200*time.Millisecond, "approved: edge uninstalled")

@@ -16,18 +16,15 @@ import (
 // commit. Its status must show that release, its objects and its commit beside the error, never "0/0".
 func TestABundleThatStopsRenderingStillShowsWhatRuns(t *testing.T) {
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a"}}})
-	repo := s.NewRepo(map[string]string{
-		"web/fleet.yaml":                     "defaultNamespace: web\nhelm:\n  chart: ./chart\n  values:\n    fqdn: ${ .ClusterValues.fqdn }\n",
-		"web/chart/Chart.yaml":               "apiVersion: v2\nname: web\nversion: 0.1.0\n",
-		"web/chart/templates/configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n  fqdn: {{ .Values.fqdn | quote }}\n",
-		"web/chart/templates/second.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-2\ndata:\n  n: \"2\"\n",
-	})
-	s.AddCluster("test", "a", nil, map[string]any{"fqdn": "test.example.com"})
+	files := fqdnBundle()
+	files["web/chart/templates/second.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-2\ndata:\n  n: \"2\"\n"
+	repo := s.NewRepo(files)
+	s.AddCluster("test", "a", nil, fqdnValues("test.example.com"))
 	s.Apply(harness.GitRepoYAML("shop", repo.URL(), "  paths: [web]\n  targets: [{clusterName: test}]\n"))
 	first := s.WaitStatus("shop", 2*time.Minute, "Ready", harness.AllReady)
 
 	// The value goes away: the bundle cannot render for this cluster any more.
-	s.AddCluster("test", "a", nil, map[string]any{"other": "x"})
+	s.AddCluster("test", "a", nil, fqdnValues(""))
 	st := s.WaitStatus("shop", 2*time.Minute, "the bundle failing with its live release", func(st api.GitRepoStatus) bool {
 		c, ok := harness.Cluster(st, "test")
 		return ok && c.State == api.StateErrApplied && len(c.Bundles) == 1 && c.Bundles[0].ResourceCounts.DesiredReady > 0
@@ -39,11 +36,11 @@ func TestABundleThatStopsRenderingStillShowsWhatRuns(t *testing.T) {
 	require.Equal(t, 2, b.ResourceCounts.Ready)
 	require.Equal(t, 1, b.Revision)
 	require.NotEmpty(t, b.Release)
-	require.Contains(t, b.Message, "stuck at "+first.Commit[:12])
+	require.Contains(t, b.Message, "stuck at "+api.ShortCommit(first.Commit))
 	require.Contains(t, b.Message, `map has no entry for key "fqdn"`)
 	require.Equal(t, "test.example.com", s.ConfigMapData("a", "web", "web")["fqdn"], "nothing deployed was removed")
 
 	out := s.CLIRun("status", "shop")
-	require.Contains(t, out, "stuck at "+first.Commit[:12])
+	require.Contains(t, out, "stuck at "+api.ShortCommit(first.Commit))
 	require.True(t, strings.Contains(out, "2/2"), "the CLI shows the live objects:\n%s", out)
 }

@@ -12,8 +12,9 @@ type GitRepo struct {
 	Repo     string
 	Branch   string
 	Revision string
-	// RefUnknown is set when the branch and revision could not be read: any push to the repo syncs it,
-	// because a needless poll costs one ls-remote while a missed one leaves a commit undeployed.
+	// RefUnknown is set when the branch and revision could not be read, or when the GitRepo names neither
+	// and follows HEAD: any push to the repo syncs it, because a needless poll costs one ls-remote while a
+	// missed one leaves a commit undeployed.
 	RefUnknown bool
 }
 

@@ -28,13 +28,11 @@ type Temporal struct {
 }
 
 const (
-	runningGitRepos = "WorkflowType = '" + api.GitRepoWorkflowType + "' AND ExecutionStatus = 'Running'"
-	queryTimeout    = 5 * time.Second
-	queryParallel   = 8
+	queryTimeout  = 5 * time.Second
+	queryParallel = 8
 )
 
-// refs is the part of the `status` query answer that says which ref a GitRepo follows. `revision` is
-// read when the status carries it (it does not yet).
+// refs is the part of the `status` query answer (api.GitRepoStatus) that says which ref a GitRepo follows.
 type refs struct {
 	Repo     string `json:"repo"`
 	Branch   string `json:"branch"`
@@ -50,7 +48,7 @@ func (t Temporal) List(ctx context.Context, matches func(repo string) bool) ([]G
 	var token []byte
 	for {
 		resp, err := t.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-			Query: runningGitRepos, NextPageToken: token, PageSize: 1000,
+			Query: api.RunningGitReposQuery, NextPageToken: token, PageSize: 1000,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("listing running GitRepos: %w", err)
@@ -94,8 +92,9 @@ func (t Temporal) readRefs(ctx context.Context, repos []GitRepo) {
 				g.Repo = r.Repo
 			}
 			g.Branch, g.Revision = r.Branch, r.Revision
-			// Without a branch the status cannot yet tell HEAD from a pinned revision: any push syncs it,
-			// as Fleet does for GitRepos without a branch.
+			// Neither means the repository's HEAD. Such a GitRepo is synced by any push, tags included, as
+			// Fleet does for GitRepos without a branch and as the README says; Follows could narrow that to
+			// a push of the default branch the payload names, which would only spare an ls-remote.
 			g.RefUnknown = r.Branch == "" && r.Revision == ""
 		}(&repos[i])
 	}

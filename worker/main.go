@@ -1,4 +1,6 @@
-// Command flotilla-worker runs Flotilla's workflows and activities on the `flotilla` task queue.
+// Command flotilla-worker runs Flotilla's workflows and activities on the `flotilla` task queue and, when
+// asked, serves git push webhooks (--webhook-listen) and Go's profiles (--pprof-listen). It also starts
+// itself in a hidden mode to render a chart within hard limits before Helm does (internal/chartcheck).
 package main
 
 import (
@@ -25,6 +27,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/agentclient"
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/internal/chartcheck"
+	"github.com/flotilla-gitops/flotilla/internal/envdefault"
 	"github.com/flotilla-gitops/flotilla/internal/gitcache"
 	"github.com/flotilla-gitops/flotilla/internal/searchattr"
 	"github.com/flotilla-gitops/flotilla/internal/workeropts"
@@ -44,22 +47,15 @@ func main() {
 	}
 }
 
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
-}
-
 func run() error {
 	defaultCache := filepath.Join(os.TempDir(), "flotilla-git")
 	if d, err := os.UserCacheDir(); err == nil {
 		defaultCache = filepath.Join(d, "flotilla", "git")
 	}
-	address := flag.String("address", envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend host:port (env TEMPORAL_ADDRESS)")
-	namespace := flag.String("namespace", envOr("TEMPORAL_NAMESPACE", "default"), "Temporal namespace (env TEMPORAL_NAMESPACE)")
+	address := flag.String("address", envdefault.TemporalAddress(), "Temporal frontend host:port (env TEMPORAL_ADDRESS)")
+	namespace := flag.String("namespace", envdefault.TemporalNamespace(), "Temporal namespace (env TEMPORAL_NAMESPACE)")
 	taskQueue := flag.String("task-queue", api.TaskQueue, "task queue to poll")
-	cacheDir := flag.String("cache-dir", envOr("FLOTILLA_CACHE_DIR", defaultCache), "where git checkouts are cached")
+	cacheDir := flag.String("cache-dir", envdefault.Or("FLOTILLA_CACHE_DIR", defaultCache), "where git checkouts are cached")
 	credsFile := flag.String("git-credentials", os.Getenv("FLOTILLA_GIT_CREDENTIALS"), "YAML file mapping clientSecretName to {username, password}")
 	logLevel := flag.String("log-level", "info", "debug, info, warn or error")
 	devLog := flag.Bool("dev-log", false, "human-readable logs instead of JSON")
@@ -67,7 +63,7 @@ func run() error {
 	webhookListen := flag.String("webhook-listen", "", "serve git push webhooks on this host:port at "+webhook.Path+" (empty: off)")
 	pprofListen := flag.String("pprof-listen", os.Getenv("FLOTILLA_PPROF_LISTEN"), "serve Go's pprof profiles on this loopback host:port at /debug/pprof/ (env FLOTILLA_PPROF_LISTEN; empty: off)")
 	webhookSecret := flag.String("webhook-secret-file", os.Getenv("FLOTILLA_WEBHOOK_SECRET_FILE"), "file holding the webhook secret (env FLOTILLA_WEBHOOK_SECRET_FILE); required with --webhook-listen")
-	webhookMaxBody := flag.String("webhook-max-body", envOr("FLOTILLA_WEBHOOK_MAX_BODY", resource.NewQuantity(webhook.DefaultMaxBody, resource.BinarySI).String()),
+	webhookMaxBody := flag.String("webhook-max-body", envdefault.Or("FLOTILLA_WEBHOOK_MAX_BODY", resource.NewQuantity(webhook.DefaultMaxBody, resource.BinarySI).String()),
 		"largest webhook payload read, e.g. 4Mi or 1M (env FLOTILLA_WEBHOOK_MAX_BODY); a larger delivery is refused with 413 and waits for the next poll")
 	flag.Parse()
 

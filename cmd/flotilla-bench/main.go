@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/flotilla-gitops/flotilla/bench"
+	"github.com/flotilla-gitops/flotilla/internal/envdefault"
 )
 
 func main() {
@@ -25,13 +26,9 @@ func main() {
 
 func run() error {
 	exe, _ := os.Executable()
-	defaultOut := os.Getenv("BENCH_OUT")
-	if defaultOut == "" {
-		defaultOut = filepath.Join("bench", "out", "results.json")
-	}
 	experiments := flag.String("experiments", "", "comma-separated experiments to run (default all): "+strings.Join(bench.Experiments, ", "))
 	quick := flag.Bool("quick", false, "every experiment at a small scale, in a few minutes")
-	out := flag.String("out", defaultOut, "where the JSON results go (env BENCH_OUT)")
+	out := flag.String("out", envdefault.Or("BENCH_OUT", filepath.Join("bench", "out", "results.json")), "where the JSON results go (env BENCH_OUT)")
 	binDir := flag.String("bin", filepath.Dir(exe), "folder holding temporal, etcd, kube-apiserver and flotilla-worker")
 	apiservers := flag.Int("apiservers", 0, "real kube-apiservers to run (default 10, quick 3)")
 	workDir := flag.String("workdir", "", "where clusters, databases and logs go (default a temporary folder, removed afterwards)")

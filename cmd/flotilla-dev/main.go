@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/flotilla-gitops/flotilla/internal/devenv"
+	"github.com/flotilla-gitops/flotilla/internal/envdefault"
 )
 
 func main() {
@@ -22,10 +23,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	dir := os.Getenv("FLOTILLA_DEV_DIR")
-	if dir == "" {
-		dir = filepath.Join(root, ".run")
-	}
+	dir := envdefault.Or("FLOTILLA_DEV_DIR", filepath.Join(root, ".run"))
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	switch os.Args[1] {

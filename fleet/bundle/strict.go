@@ -32,6 +32,16 @@ type visit struct {
 	schema *schema
 }
 
+// firstVisit reports whether an anchor's content is yet to be checked against s, and marks it checked.
+func (c *keyChecker) firstVisit(anchor *yaml.Node, s *schema) bool {
+	v := visit{anchor, s}
+	if c.visited[v] {
+		return false
+	}
+	c.visited[v] = true
+	return true
+}
+
 func (c *keyChecker) walk(n *yaml.Node, s *schema, path string) {
 	if c.err != nil || n == nil {
 		return
@@ -42,8 +52,7 @@ func (c *keyChecker) walk(n *yaml.Node, s *schema, path string) {
 			c.walk(child, s, path)
 		}
 	case yaml.AliasNode:
-		if v := (visit{n.Alias, s}); !c.visited[v] {
-			c.visited[v] = true
+		if c.firstVisit(n.Alias, s) {
 			c.walk(n.Alias, s, path)
 		}
 	case yaml.MappingNode:
@@ -111,8 +120,7 @@ func (c *keyChecker) mapping(n *yaml.Node, s *schema, path string) {
 func (c *keyChecker) merge(v *yaml.Node, s *schema, path string) {
 	switch v.Kind {
 	case yaml.AliasNode:
-		if vis := (visit{v.Alias, s}); !c.visited[vis] {
-			c.visited[vis] = true
+		if c.firstVisit(v.Alias, s) {
 			c.merge(v.Alias, s, path)
 		}
 	case yaml.MappingNode:

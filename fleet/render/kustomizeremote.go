@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"path"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 
 	goyaml "go.yaml.in/yaml/v3"
@@ -138,7 +138,7 @@ func (f *repoFS) checkKustomization(rel string, data []byte) error {
 // plugin sources too. Kustomize reads a kustomization before the folders it names.
 func (f *repoFS) notePluginSources(rel string, k map[string]any) error {
 	dir := path.Dir(rel)
-	for _, key := range sortedKeys(k) {
+	for _, key := range slices.Sorted(maps.Keys(k)) {
 		source := f.pluginSources[dir]
 		switch {
 		case source && !keyIn(key, pluginSourceKeys):
@@ -193,7 +193,7 @@ func remoteInPluginConfigs(file string, v any) error {
 		if kind, _ := t["kind"].(string); pluginKinds[kind] {
 			return remoteIn(file, t, "")
 		}
-		for _, k := range sortedKeys(t) {
+		for _, k := range slices.Sorted(maps.Keys(t)) {
 			if err := remoteInPluginConfigs(file, t[k]); err != nil {
 				return err
 			}
@@ -216,7 +216,7 @@ func remoteIn(file string, v any, key string) error {
 	}
 	switch t := v.(type) {
 	case map[string]any:
-		for _, k := range sortedKeys(t) {
+		for _, k := range slices.Sorted(maps.Keys(t)) {
 			if keyIn(k, freeFormKeys) {
 				continue
 			}
@@ -267,13 +267,4 @@ func redact(ref string) string {
 		return prefix + u.Redacted()
 	}
 	return prefix + ref
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

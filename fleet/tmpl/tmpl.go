@@ -7,7 +7,9 @@ package tmpl
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"path"
+	"slices"
 	"strings"
 	"text/template"
 
@@ -172,7 +174,7 @@ func Values(root, bundlePath string, h *fleet.HelmOptions, c fleet.ClusterInfo) 
 		if values == nil {
 			values = map[string]any{}
 		}
-		for _, k := range sortedKeys(h.TemplateValues) {
+		for _, k := range slices.Sorted(maps.Keys(h.TemplateValues)) {
 			out, err := RenderText(k, h.TemplateValues[k], c)
 			if err != nil {
 				return nil, &TemplateError{Source: fleetFile + ": helm.templateValues." + k, Err: err}
@@ -191,19 +193,6 @@ func Values(root, bundlePath string, h *fleet.HelmOptions, c fleet.ClusterInfo) 
 }
 
 func repoRoot(root string) string { return root }
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	for i := 1; i < len(keys); i++ {
-		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
-			keys[j], keys[j-1] = keys[j-1], keys[j]
-		}
-	}
-	return keys
-}
 
 // legacyLabels implements Fleet's older substitution: a string value "global.fleet.clusterLabels.<label>"
 // becomes that label's value.

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -97,7 +96,7 @@ func Up(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	o.say("example repository file://%s at %s", repoDir, commit[:12])
+	o.say("example repository file://%s at %s", repoDir, api.ShortCommit(commit))
 	_, err = StartWorker(WorkerOptions{Bin: bin, Address: tmp.Address(), CacheDir: filepath.Join(o.Dir, "cache"),
 		LogFile: filepath.Join(logs, "worker.log"), PIDFile: filepath.Join(pids, "worker.pid"), Detached: true})
 	if err != nil {
@@ -188,32 +187,4 @@ func StartWorker(o WorkerOptions) (*proc.Process, error) {
 	}
 	return proc.Start(proc.Spec{Name: "flotilla-worker", Path: filepath.Join(o.Bin, "flotilla-worker"),
 		Args: append(args, o.ExtraArgs...), LogFile: o.LogFile, PIDFile: o.PIDFile, Detached: o.Detached})
-}
-
-// CLI runs bin/flotilla against one Temporal address.
-type CLI struct {
-	Bin, Address string
-	Out          io.Writer
-}
-
-// Run runs the CLI, streaming its output; an error carries its stderr.
-func (c CLI) Run(ctx context.Context, args ...string) error {
-	_, err := c.Output(ctx, args...)
-	return err
-}
-
-// Output runs the CLI and returns its standard output.
-func (c CLI) Output(ctx context.Context, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, c.Bin, append([]string{"--address", c.Address}, args...)...)
-	var stdout, stderr strings.Builder
-	cmd.Stdout = &stdout
-	cmd.Stderr = &stderr
-	if c.Out != nil {
-		cmd.Stdout = io.MultiWriter(&stdout, c.Out)
-		cmd.Stderr = io.MultiWriter(&stderr, c.Out)
-	}
-	if err := cmd.Run(); err != nil {
-		return stdout.String(), fmt.Errorf("flotilla %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return stdout.String(), nil
 }

@@ -44,7 +44,7 @@ type MissingError struct {
 
 func (e *MissingError) Error() string {
 	return fmt.Sprintf("namespace %q lacks Flotilla's search attributes %s and they could not be created (%v); create them with:\n%s",
-		e.Namespace, strings.Join(sortedKeys(e.Missing), ", "), e.Cause, strings.TrimRight(Commands(e.Namespace, e.Missing), "\n"))
+		e.Namespace, strings.Join(slices.Sorted(maps.Keys(e.Missing)), ", "), e.Cause, strings.TrimRight(Commands(e.Namespace, e.Missing), "\n"))
 }
 
 // Ensure makes sure every attribute in want (name → type name, as the Temporal CLI spells it: Keyword,
@@ -72,13 +72,13 @@ func Ensure(ctx context.Context, op Operator, namespace string, want map[string]
 	if err != nil {
 		return nil, &MissingError{Namespace: namespace, Missing: missing, Cause: err}
 	}
-	return sortedKeys(missing), nil
+	return slices.Sorted(maps.Keys(missing)), nil
 }
 
 // Commands are the commands that create the attributes, for a message to an operator.
 func Commands(namespace string, want map[string]string) string {
 	var b strings.Builder
-	for _, n := range sortedKeys(want) {
+	for _, n := range slices.Sorted(maps.Keys(want)) {
 		fmt.Fprintf(&b, "  temporal operator search-attribute create --namespace %s --name %s --type %s\n", namespace, n, want[n])
 	}
 	return b.String()
@@ -89,7 +89,7 @@ func Commands(namespace string, want map[string]string) string {
 func compare(namespace string, have map[string]enumspb.IndexedValueType, want map[string]string) (map[string]string, error) {
 	missing := map[string]string{}
 	var conflicts []error
-	for _, name := range sortedKeys(want) {
+	for _, name := range slices.Sorted(maps.Keys(want)) {
 		t, err := valueType(want[name])
 		if err != nil {
 			return nil, fmt.Errorf("search attribute %s: %w", name, err)
@@ -112,8 +112,6 @@ func valueType(name string) (enumspb.IndexedValueType, error) {
 	}
 	return t, nil
 }
-
-func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // Service adapts Temporal's OperatorService client (client.Client.OperatorService()).
 type Service struct {
@@ -149,5 +147,5 @@ func Check(ctx context.Context, op Operator, namespace string, want map[string]s
 	}
 	// Both at once: an operator fixing the namespace needs the whole list, not one problem per attempt.
 	return errors.Join(conflicts, fmt.Errorf("namespace %q lacks Flotilla's search attributes %s, so no GitRepo can run there: start flotilla-worker against it (it creates them), or create them with:\n%s",
-		namespace, strings.Join(sortedKeys(missing), ", "), strings.TrimRight(Commands(namespace, missing), "\n")))
+		namespace, strings.Join(slices.Sorted(maps.Keys(missing)), ", "), strings.TrimRight(Commands(namespace, missing), "\n")))
 }

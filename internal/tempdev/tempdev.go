@@ -1,5 +1,7 @@
 // Package tempdev runs the Temporal dev server (the `temporal` CLI v1.5.1) with its state in a SQLite file
-// in WAL mode (5–7× faster fan-out than the default pragmas), its Web UI, and Flotilla's search attributes.
+// in WAL mode (5–7× faster fan-out than the default pragmas), its Web UI unless headless, and the search
+// attributes it is given: Flotilla's for `make up` and most tests, none or others where a test stands in
+// for an operator's own server.
 package tempdev
 
 import (

@@ -68,7 +68,6 @@ type Stack struct {
 	Temporal *tempdev.Server
 	Worker   *proc.Process
 	Client   client.Client
-	CLI      devenv.CLI
 	pool     *agentclient.Pool
 	// workerArgs are appended to every worker start (Options.WorkerArgs).
 	workerArgs []string
@@ -109,7 +108,6 @@ func Start(t *testing.T, o Options) *Stack {
 	require.NoError(t, err)
 	s.Client = c
 	t.Cleanup(c.Close)
-	s.CLI = devenv.CLI{Bin: filepath.Join(BinDir(), "flotilla"), Address: tmp.Address()}
 	s.StartWorker()
 	t.Cleanup(func() {
 		if s.Worker != nil {
@@ -148,14 +146,30 @@ func (s *Stack) KillWorker() {
 	s.Worker = nil
 }
 
-// CLIRun runs bin/flotilla and fails the test on error.
-func (s *Stack) CLIRun(args ...string) string {
-	s.t.Helper()
+// RunCLI runs bin/flotilla against the Temporal server at address and returns what it printed and its
+// exit code. It is the one way tests run the CLI: the test fails only when the CLI could not start or did
+// not end within a minute; whether its exit code is right is for the test to say.
+func RunCLI(t *testing.T, address string, args ...string) devenv.CLIResult {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	out, err := s.CLI.Output(ctx, args...)
-	require.NoError(s.t, err)
-	return out
+	res, err := devenv.CLI{Bin: filepath.Join(BinDir(), "flotilla"), Address: address}.Exec(ctx, args...)
+	require.NoError(t, err, "flotilla %s", strings.Join(args, " "))
+	return res
+}
+
+// CLI runs bin/flotilla against the stack, for a command whose failure the test examines.
+func (s *Stack) CLI(args ...string) devenv.CLIResult {
+	s.t.Helper()
+	return RunCLI(s.t, s.Temporal.Address(), args...)
+}
+
+// CLIRun runs bin/flotilla against the stack, fails the test unless it succeeds, and returns its stdout.
+func (s *Stack) CLIRun(args ...string) string {
+	s.t.Helper()
+	res := s.CLI(args...)
+	require.Equal(s.t, 0, res.ExitCode, "flotilla %s: exit code %d: %s", strings.Join(args, " "), res.ExitCode, strings.TrimSpace(res.Stderr))
+	return res.Stdout
 }
 
 // AddCluster registers a cluster with labels and templateValues through the CLI, replacing the settings

@@ -1,0 +1,118 @@
+package activities
+
+import (
+	"context"
+	"time"
+
+	"github.com/flotilla-gitops/flotilla/agentclient"
+	"github.com/flotilla-gitops/flotilla/api"
+	"github.com/flotilla-gitops/flotilla/fleet"
+)
+
+// Observe renders each bundle for the cluster and reads its release and, if asked, the objects it owns.
+// Render errors are per bundle: one broken bundle never hides the others.
+func (a *Activities) Observe(ctx context.Context, in api.ObserveInput) (api.Observation, error) {
+	h, err := a.handle(ctx, in.Target, false)
+	if err != nil {
+		return api.Observation{}, err
+	}
+	stop := heartbeatEvery(ctx, 3*time.Second)
+	defer stop()
+	return a.observe(ctx, h, in.Target, in.Resources)
+}
+
+func (a *Activities) observe(ctx context.Context, h *clusterHandle, t api.ClusterTarget, resources bool) (api.Observation, error) {
+	obs := api.Observation{Bundles: make([]api.BundleObservation, len(t.Bundles))}
+	err := a.forEach(len(t.Bundles), func(i int) error {
+		o, err := a.observeBundle(ctx, h, t, t.Bundles[i], resources)
+		obs.Bundles[i] = o
+		return err
+	})
+	if err != nil {
+		return api.Observation{}, a.clusterError(t.Cluster, err)
+	}
+	obs.CheckedAt = time.Now()
+	return obs, nil
+}
+
+func (a *Activities) observeBundle(ctx context.Context, h *clusterHandle, t api.ClusterTarget, ref api.BundleRef, resources bool) (api.BundleObservation, error) {
+	o := api.BundleObservation{Bundle: ref.Name}
+	rel, err := a.render(h, t, ref, false)
+	if err != nil {
+		o.Error, o.ErrorType = err.Error(), renderErrorType(err)
+		return o, a.observeStuck(ctx, h, t, &o, resources)
+	}
+	o.ReleaseName, o.Namespace, o.Deploy, o.DesiredID = rel.Name, rel.Namespace, rel.Deploy, rel.DeploymentID
+	var st agentclient.ReleaseState
+	var objs []agentclient.ObjectStatus
+	if resources {
+		st, objs, err = h.client.Inspect(ctx, rel.Namespace, rel.Name, checkOptions(rel.Options))
+	} else {
+		st, err = h.client.Observe(ctx, rel.Namespace, rel.Name)
+	}
+	if err != nil {
+		return o, err
+	}
+	if conflict := releaseConflict(st, rel, t); conflict != "" {
+		// Not ours: neither its revision nor its objects are this bundle's status.
+		o.Error, o.ErrorType = conflict, api.ErrTypeReleaseConflict
+		return o, nil
+	}
+	o.Release = releaseInfo(st)
+	if resources && st.Exists && st.Status == "deployed" {
+		o.Resources = summarizeObjects(objs)
+	}
+	return o, nil
+}
+
+// observeStuck reads what still runs of a bundle that no longer renders: without a rendering there is no
+// release name to look up, so the release is found by the labels Flotilla stamped on it. Status then shows
+// the live release (its revision, commit and objects) beside the error that stops it from moving, instead
+// of a bundle that seems to run nothing. Only a lost cluster is an error; any other failed read leaves the
+// render error alone.
+func (a *Activities) observeStuck(ctx context.Context, h *clusterHandle, t api.ClusterTarget, o *api.BundleObservation, resources bool) error {
+	rels, err := h.client.ListReleases(ctx, map[string]string{api.LabelGitRepo: t.GitRepo, api.LabelBundle: o.Bundle})
+	if err != nil {
+		if agentclient.IsUnreachable(err) {
+			return err
+		}
+		return nil
+	}
+	if len(rels) == 0 {
+		return nil
+	}
+	live := rels[0]
+	for _, r := range rels[1:] { // one release per bundle and cluster; should there be more, the newest
+		if r.Updated.After(live.Updated) {
+			live = r
+		}
+	}
+	o.ReleaseName, o.Namespace = live.Name, live.Namespace
+	o.Release = releaseInfo(live)
+	if !resources || live.Status != "deployed" {
+		return nil
+	}
+	st, objs, err := h.client.Inspect(ctx, live.Namespace, live.Name, agentclient.CheckOptions{})
+	if err != nil {
+		if agentclient.IsUnreachable(err) {
+			return err
+		}
+		return nil
+	}
+	o.Release = releaseInfo(st)
+	o.Resources = summarizeObjects(objs)
+	return nil
+}
+
+func releaseInfo(st agentclient.ReleaseState) api.ReleaseInfo {
+	return api.ReleaseInfo{Exists: st.Exists, Status: st.Status, Revision: st.Revision, DeploymentID: st.DeploymentID,
+		Description: st.Description, Commit: st.Labels[api.LabelCommit]}
+}
+
+func checkOptions(o fleet.BundleDeploymentOptions) agentclient.CheckOptions {
+	co := agentclient.CheckOptions{IgnoreConditions: o.Ignore.Conditions}
+	if o.Diff != nil {
+		co.ComparePatches = o.Diff.ComparePatches
+	}
+	return co
+}

@@ -1,0 +1,66 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"sort"
+
+	"go.temporal.io/api/serviceerror"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/flotilla-gitops/flotilla/api"
+)
+
+// ListClusterWorkflows lists the running cluster workflows of a GitRepo through Temporal's visibility.
+func (a *Activities) ListClusterWorkflows(ctx context.Context, in api.ListClusterWorkflowsInput) (api.ListClusterWorkflowsResult, error) {
+	res := api.ListClusterWorkflowsResult{Clusters: []string{}}
+	err := a.eachWorkflow(ctx, api.RunningClusterWorkflowsQuery(in.GitRepo), func(e *workflowpb.WorkflowExecutionInfo) error {
+		if p := e.GetSearchAttributes().GetIndexedFields()[api.SearchAttrCluster]; p != nil {
+			var name string
+			if err := converter.GetDefaultDataConverter().FromPayload(p, &name); err == nil {
+				res.Clusters = append(res.Clusters, name)
+			}
+		}
+		return nil
+	})
+	sort.Strings(res.Clusters)
+	return res, err
+}
+
+// NotifyGitRepos signals `sync` to every running GitRepo workflow, so a cluster added, changed or removed
+// is planned at once rather than at the next poll. A GitRepo that ends meanwhile is skipped.
+func (a *Activities) NotifyGitRepos(ctx context.Context, in api.NotifyGitReposInput) (api.NotifyGitReposResult, error) {
+	res := api.NotifyGitReposResult{}
+	err := a.eachWorkflow(ctx, api.RunningGitReposQuery, func(e *workflowpb.WorkflowExecutionInfo) error {
+		err := a.Temporal.SignalWorkflow(ctx, e.GetExecution().GetWorkflowId(), "", api.SignalSync, nil)
+		var nf *serviceerror.NotFound
+		if err != nil && !errors.As(err, &nf) {
+			return err
+		}
+		res.Notified++
+		return nil
+	})
+	return res, err
+}
+
+// eachWorkflow calls fn for every workflow execution a visibility query finds, a page at a time, and
+// stops at the first error.
+func (a *Activities) eachWorkflow(ctx context.Context, query string, fn func(*workflowpb.WorkflowExecutionInfo) error) error {
+	var token []byte
+	for {
+		page, err := a.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, NextPageToken: token, PageSize: 1000})
+		if err != nil {
+			return err
+		}
+		for _, e := range page.Executions {
+			if err := fn(e); err != nil {
+				return err
+			}
+		}
+		if token = page.NextPageToken; len(token) == 0 {
+			return nil
+		}
+	}
+}

@@ -1,0 +1,56 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/flotilla-gitops/flotilla/agentclient"
+	"github.com/flotilla-gitops/flotilla/api"
+)
+
+// Uninstall removes a GitRepo's releases from a cluster, except those listed in Keep.
+func (a *Activities) Uninstall(ctx context.Context, in api.UninstallInput) (api.UninstallResult, error) {
+	inv, err := a.Inventory.Read(ctx)
+	if err != nil {
+		return api.UninstallResult{}, fmt.Errorf("reading the cluster inventory: %w", err)
+	}
+	c, ok := inv.Cluster(in.Cluster)
+	if !ok {
+		// The cluster left the inventory; there is nothing we can reach to uninstall from.
+		return api.UninstallResult{}, nil
+	}
+	cl, err := a.Clusters.Get(agentclient.Config{KubeconfigPath: c.Spec.KubeConfigPath, Context: c.Spec.KubeConfigContext})
+	if err != nil {
+		return api.UninstallResult{}, temporal.NewApplicationError(fmt.Sprintf("cluster %q: %v", in.Cluster, err), api.ErrTypeUnreachable)
+	}
+	if in.Sweep != nil {
+		s := *in.Sweep
+		s.KeepResources = s.KeepResources || in.KeepResources
+		removed, err := a.sweep(ctx, cl, in.GitRepo, in.Cluster, c.Spec.ConfineToNamespace, s)
+		if err != nil {
+			return api.UninstallResult{Removed: removed}, a.clusterError(in.Cluster, err)
+		}
+		return api.UninstallResult{Removed: removed}, nil
+	}
+	rels, err := cl.ListReleases(ctx, map[string]string{api.LabelGitRepo: in.GitRepo})
+	if err != nil {
+		return api.UninstallResult{}, a.clusterError(in.Cluster, err)
+	}
+	confined := c.Spec.ConfineToNamespace
+	var res api.UninstallResult
+	for _, r := range rels {
+		if confined != "" && r.Namespace != confined {
+			// Other namespaces of a confined cluster's API server belong to other clusters.
+			continue
+		}
+		if err := cl.Uninstall(ctx, r.Namespace, r.Name, in.KeepResources || r.Labels[api.LabelKeepResources] == "true"); err != nil {
+			return res, a.clusterError(in.Cluster, err)
+		}
+		res.Removed = append(res.Removed, r.Namespace+"/"+r.Name)
+		activity.RecordHeartbeat(ctx, len(res.Removed))
+	}
+	return res, nil
+}

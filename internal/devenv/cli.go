@@ -1,0 +1,59 @@
+package devenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+)
+
+// CLI runs bin/flotilla against one Temporal address: `make up` with it, and the end-to-end tests
+// (tests/harness) through Exec.
+type CLI struct {
+	Bin, Address string
+	Out          io.Writer // where its output is copied as it runs, if anywhere
+}
+
+// CLIResult is what one run of the CLI printed and how it exited.
+type CLIResult struct {
+	Stdout, Stderr string
+	ExitCode       int
+}
+
+// Run runs the CLI; a failure carries its stderr.
+func (c CLI) Run(ctx context.Context, args ...string) error {
+	res, err := c.Exec(ctx, args...)
+	if err == nil && res.ExitCode != 0 {
+		err = fmt.Errorf("exit status %d", res.ExitCode)
+	}
+	if err != nil {
+		return fmt.Errorf("flotilla %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(res.Stderr))
+	}
+	return nil
+}
+
+// Exec runs the CLI and returns what it printed and its exit code. The error is for a CLI that could not
+// start or was stopped by ctx, never for one that exited with a failure: that is the caller's to judge.
+func (c CLI) Exec(ctx context.Context, args ...string) (CLIResult, error) {
+	cmd := exec.CommandContext(ctx, c.Bin, append([]string{"--address", c.Address}, args...)...)
+	var stdout, stderr strings.Builder
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	if c.Out != nil {
+		cmd.Stdout = io.MultiWriter(&stdout, c.Out)
+		cmd.Stderr = io.MultiWriter(&stderr, c.Out)
+	}
+	err := cmd.Run()
+	res := CLIResult{Stdout: stdout.String(), Stderr: stderr.String()}
+	if err != nil && ctx.Err() != nil {
+		return res, fmt.Errorf("%w (%v)", ctx.Err(), err)
+	}
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		res.ExitCode = exit.ExitCode()
+		return res, nil
+	}
+	return res, err
+}

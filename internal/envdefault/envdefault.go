@@ -1,0 +1,22 @@
+// Package envdefault gives a command-line flag its default from the environment, so the worker, the CLI
+// and the development tools read a variable the same way: set and not empty wins, anything else is the
+// built-in default. The flag, given, still wins over both.
+package envdefault
+
+import "os"
+
+// Or is the value of the environment variable key when it is set and not empty, fallback otherwise.
+func Or(key, fallback string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return fallback
+}
+
+// TemporalAddress is the default of --address in the worker and the CLI: TEMPORAL_ADDRESS, which the
+// Temporal CLI reads too, or the local dev server's frontend.
+func TemporalAddress() string { return Or("TEMPORAL_ADDRESS", "127.0.0.1:7233") }
+
+// TemporalNamespace is the default of --namespace in the worker and the CLI: TEMPORAL_NAMESPACE, which
+// the Temporal CLI reads too, or Temporal's "default".
+func TemporalNamespace() string { return Or("TEMPORAL_NAMESPACE", "default") }
