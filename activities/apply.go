@@ -59,7 +59,7 @@ func (a *Activities) Apply(ctx context.Context, in api.ApplyInput) (api.ApplyRes
 
 func (a *Activities) applyBundle(ctx context.Context, h *clusterHandle, t api.ClusterTarget, ref api.BundleRef, act api.BundleAction) (api.BundleApplyResult, error) {
 	out := api.BundleApplyResult{Bundle: act.Bundle}
-	log := a.logger().With(zap.String("cluster", t.Cluster), zap.String("bundle", act.Bundle), zap.String("action", act.Action))
+	log := a.logger().With(zap.String("cluster", t.Cluster), zap.String("bundle", act.Bundle), zap.String("action", string(act.Action)))
 	rel, err := a.render(h, t, ref, true)
 	if err != nil {
 		out.Error, out.ErrorType = err.Error(), renderErrorType(err)
@@ -88,7 +88,7 @@ func (a *Activities) applyBundle(ctx context.Context, h *clusterHandle, t api.Cl
 		}
 		action = api.ActionUpgrade
 	}
-	if action != api.ActionRollback && st.Exists && st.Status == "deployed" && st.DeploymentID == act.ExpectedID {
+	if action != api.ActionRollback && st.Exists && st.Status == string(api.ReleaseDeployed) && st.DeploymentID == act.ExpectedID {
 		out.Skipped, out.Revision = true, st.Revision
 		return out, nil
 	}

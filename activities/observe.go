@@ -59,7 +59,7 @@ func (a *Activities) observeBundle(ctx context.Context, h *clusterHandle, t api.
 		return o, nil
 	}
 	o.Release = releaseInfo(st)
-	if resources && st.Exists && st.Status == "deployed" {
+	if resources && st.Exists && st.Status == string(api.ReleaseDeployed) {
 		o.Resources = summarizeObjects(objs)
 	}
 	return o, nil
@@ -89,7 +89,7 @@ func (a *Activities) observeStuck(ctx context.Context, h *clusterHandle, t api.C
 	}
 	o.ReleaseName, o.Namespace = live.Name, live.Namespace
 	o.Release = releaseInfo(live)
-	if !resources || live.Status != "deployed" {
+	if !resources || live.Status != string(api.ReleaseDeployed) {
 		return nil
 	}
 	st, objs, err := h.client.Inspect(ctx, live.Namespace, live.Name, agentclient.CheckOptions{})
@@ -105,7 +105,7 @@ func (a *Activities) observeStuck(ctx context.Context, h *clusterHandle, t api.C
 }
 
 func releaseInfo(st agentclient.ReleaseState) api.ReleaseInfo {
-	return api.ReleaseInfo{Exists: st.Exists, Status: st.Status, Revision: st.Revision, DeploymentID: st.DeploymentID,
+	return api.ReleaseInfo{Exists: st.Exists, Status: api.ReleaseStatus(st.Status), Revision: st.Revision, DeploymentID: st.DeploymentID,
 		Description: st.Description, Commit: st.Labels[api.LabelCommit]}
 }
 

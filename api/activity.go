@@ -116,11 +116,11 @@ type BundleObservation struct {
 
 // ReleaseInfo is the latest Helm revision of a bundle's release.
 type ReleaseInfo struct {
-	Exists       bool   `json:"exists"`
-	Status       string `json:"status,omitempty"`
-	Revision     int    `json:"revision,omitempty"`
-	DeploymentID string `json:"deploymentID,omitempty"`
-	Description  string `json:"description,omitempty"`
+	Exists       bool          `json:"exists"`
+	Status       ReleaseStatus `json:"status,omitempty"`
+	Revision     int           `json:"revision,omitempty"`
+	DeploymentID string        `json:"deploymentID,omitempty"`
+	Description  string        `json:"description,omitempty"`
 	// Commit is the (short) commit the revision was deployed from.
 	Commit string `json:"commit,omitempty"`
 }
@@ -172,7 +172,7 @@ type ApplyInput struct {
 // BundleAction is one decided action, valid only while the bundle still renders to ExpectedID.
 type BundleAction struct {
 	Bundle     string `json:"bundle"`
-	Action     string `json:"action"`
+	Action     Action `json:"action"`
 	ExpectedID string `json:"expectedID"`
 	Force      bool   `json:"force,omitempty"`
 }

@@ -1,5 +1,7 @@
 package api
 
+import "strings"
+
 // Error types: the type of a Temporal application error an activity or workflow fails with, and the
 // errorType of a bundle in an observation or apply result. Template and validation errors do not heal by
 // retrying.
@@ -32,10 +34,29 @@ const (
 	ErrTypeRemoveIncomplete = "RemoveIncomplete"
 )
 
-// Release actions the cluster workflow decides and the Apply activity performs.
+// Action is a release action the cluster workflow decides and the Apply activity performs; "" is none.
+type Action string
+
+// Release actions.
 const (
-	ActionInstall  = "install"
-	ActionUpgrade  = "upgrade"
-	ActionRecover  = "recover"  // a pending-* revision left by a killed worker: drop it, then apply
-	ActionRollback = "rollback" // drift correction: re-apply the current revision
+	ActionNone     Action = ""
+	ActionInstall  Action = "install"
+	ActionUpgrade  Action = "upgrade"
+	ActionRecover  Action = "recover"  // a pending-* revision left by a killed worker: drop it, then apply
+	ActionRollback Action = "rollback" // drift correction: re-apply the current revision
 )
+
+// ReleaseStatus is Helm's status of a release revision (helm.sh/helm/v3/pkg/release.Status), spelled here
+// so that deciding from it needs no Helm.
+type ReleaseStatus string
+
+// The Helm statuses decisions and status depend on.
+const (
+	ReleaseDeployed     ReleaseStatus = "deployed"
+	ReleaseFailed       ReleaseStatus = "failed"
+	ReleaseUninstalling ReleaseStatus = "uninstalling"
+)
+
+// Pending reports a revision locked by an operation in progress, or by one whose process died
+// (pending-install, pending-upgrade, pending-rollback).
+func (s ReleaseStatus) Pending() bool { return strings.HasPrefix(string(s), "pending-") }

@@ -135,13 +135,13 @@ func trimStatuses(in *rollout, dropBundles bool) *rollout {
 		e := *in.Clusters[name]
 		if e.Status != nil {
 			cs := *e.Status
-			cs.Message = shorten(cs.Message)
+			cs.Message = clipMessage(cs.Message)
 			if dropBundles {
 				cs.Bundles = nil
 			} else {
 				bs := make([]api.BundleStatus, len(cs.Bundles))
 				for i, b := range cs.Bundles {
-					b.Message = shorten(b.Message)
+					b.Message = clipMessage(b.Message)
 					bs[i] = b
 				}
 				cs.Bundles = bs
@@ -156,7 +156,7 @@ func trimStatuses(in *rollout, dropBundles bool) *rollout {
 	return out
 }
 
-func shorten(s string) string {
+func clipMessage(s string) string {
 	if len(s) <= carryMessageLimit {
 		return s
 	}

@@ -26,9 +26,9 @@ func (r *clusterRun) reconcile(ctx workflow.Context) time.Duration {
 			failed = false
 		}
 		due := !failed || !now.Before(f.NextRetry)
-		action, force := decide(decideInput{Obs: o, CorrectDrift: r.in.Target.Options.CorrectDrift, Paused: r.in.Paused, RetryDue: due})
-		if action != "" {
-			actions = append(actions, api.BundleAction{Bundle: o.Bundle, Action: action, ExpectedID: o.DesiredID, Force: force})
+		d := decide(decideInput{Obs: o, CorrectDrift: r.in.Target.Options.CorrectDrift, Paused: r.in.Paused, RetryDue: due})
+		if d.Action != api.ActionNone {
+			actions = append(actions, api.BundleAction{Bundle: o.Bundle, Action: d.Action, ExpectedID: o.DesiredID, Force: d.Force})
 		}
 	}
 	sweep, sweepKey := r.sweepFor(ctx, obs)

@@ -41,7 +41,7 @@ func fingerprint(st api.ClusterStatus, removed bool) string {
 }
 
 func clusterDetails(st api.ClusterStatus) string {
-	d := fmt.Sprintf("**%s** on cluster `%s` at commit `%s`", st.State, st.Name, short(st.Commit))
+	d := fmt.Sprintf("**%s** on cluster `%s` at commit `%s`", st.State, st.Name, api.ShortCommit(st.Commit))
 	if st.Message != "" {
 		d += "\n\n" + st.Message
 	}

@@ -1,8 +1,6 @@
 package workflows
 
 import (
-	"strings"
-
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
 )
@@ -16,36 +14,38 @@ type decideInput struct {
 	RetryDue bool
 }
 
+// decision is what to do with one bundle's release: an action (ActionNone for nothing) and, for a
+// rollback, whether objects that cannot be patched are replaced.
+type decision struct {
+	Action api.Action
+	Force  bool
+}
+
+var nothing = decision{Action: api.ActionNone}
+
 // decide picks the next release action for a bundle, as Flux's helm-controller does from the observed
 // release state: nothing when the release already holds this deployment ID and its objects are intact.
-func decide(in decideInput) (action string, force bool) {
+func decide(in decideInput) decision {
 	o := in.Obs
 	if o.Error != "" || !o.Deploy || in.Paused {
-		return "", false
+		return nothing
 	}
 	r := o.Release
 	switch {
 	case !r.Exists:
-		return api.ActionInstall, false
-	case strings.HasPrefix(r.Status, "pending-") || r.Status == "uninstalling":
+		return decision{Action: api.ActionInstall}
+	case r.Status.Pending() || r.Status == api.ReleaseUninstalling:
 		// A worker killed mid-operation leaves the release locked; nothing else moves it.
-		return api.ActionRecover, false
-	case r.DeploymentID != o.DesiredID:
-		if r.Status == "failed" && !in.RetryDue {
-			return "", false
-		}
-		return api.ActionUpgrade, false
-	case r.Status == "failed":
-		if !in.RetryDue {
-			return "", false
-		}
-		return api.ActionUpgrade, false
-	case r.Status != "deployed":
-		return api.ActionUpgrade, false
+		return decision{Action: api.ActionRecover}
+	case r.Status == api.ReleaseFailed && !in.RetryDue:
+		// A failed apply of this desired state, or of the one before, backs off before it is tried again.
+		return nothing
+	case r.DeploymentID != o.DesiredID, r.Status != api.ReleaseDeployed:
+		return decision{Action: api.ActionUpgrade}
 	}
 	drifted := o.Resources.Counts.Missing > 0 || o.Resources.Counts.Modified > 0
 	if drifted && in.CorrectDrift != nil && in.CorrectDrift.Enabled && in.RetryDue {
-		return api.ActionRollback, in.CorrectDrift.Force
+		return decision{Action: api.ActionRollback, Force: in.CorrectDrift.Force}
 	}
-	return "", false
+	return nothing
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/fleet"
 )
 
-func obs(status, id string, counts api.ResourceCounts) api.BundleObservation {
+func obs(status api.ReleaseStatus, id string, counts api.ResourceCounts) api.BundleObservation {
 	return api.BundleObservation{Bundle: "web", Deploy: true, DesiredID: "s-new",
 		Release:   api.ReleaseInfo{Exists: status != "", Status: status, DeploymentID: id},
 		Resources: api.ResourceSummary{Counts: counts, Checked: true}}
@@ -19,30 +19,31 @@ func TestDecideAppliesOnlyWhatChanged(t *testing.T) {
 	drift := &fleet.CorrectDrift{Enabled: true}
 	missing := api.ResourceCounts{DesiredReady: 2, Ready: 1, Missing: 1}
 	cases := []struct {
-		name   string
-		in     decideInput
-		action string
+		name string
+		in   decideInput
+		want decision
 	}{
-		{"absent release is installed", decideInput{Obs: obs("", "", missing), RetryDue: true}, api.ActionInstall},
-		{"in sync does nothing", decideInput{Obs: obs("deployed", "s-new", api.ResourceCounts{}), RetryDue: true}, ""},
-		{"new deployment id upgrades", decideInput{Obs: obs("deployed", "s-old", api.ResourceCounts{}), RetryDue: true}, api.ActionUpgrade},
-		{"a killed worker's pending release is recovered", decideInput{Obs: obs("pending-upgrade", "s-new", api.ResourceCounts{}), RetryDue: true}, api.ActionRecover},
-		{"a failed apply waits for its backoff", decideInput{Obs: obs("failed", "s-new", api.ResourceCounts{})}, ""},
-		{"a failed apply is retried when due", decideInput{Obs: obs("failed", "s-new", api.ResourceCounts{}), RetryDue: true}, api.ActionUpgrade},
-		{"drift is reported, not corrected, by default", decideInput{Obs: obs("deployed", "s-new", missing), RetryDue: true}, ""},
-		{"drift is corrected when enabled", decideInput{Obs: obs("deployed", "s-new", missing), CorrectDrift: drift, RetryDue: true}, api.ActionRollback},
-		{"paused changes nothing", decideInput{Obs: obs("deployed", "s-old", api.ResourceCounts{}), Paused: true, RetryDue: true}, ""},
+		{"absent release is installed", decideInput{Obs: obs("", "", missing), RetryDue: true}, decision{Action: api.ActionInstall}},
+		{"in sync does nothing", decideInput{Obs: obs("deployed", "s-new", api.ResourceCounts{}), RetryDue: true}, nothing},
+		{"new deployment id upgrades", decideInput{Obs: obs("deployed", "s-old", api.ResourceCounts{}), RetryDue: true}, decision{Action: api.ActionUpgrade}},
+		{"a killed worker's pending release is recovered", decideInput{Obs: obs("pending-upgrade", "s-new", api.ResourceCounts{}), RetryDue: true}, decision{Action: api.ActionRecover}},
+		{"a failed apply waits for its backoff", decideInput{Obs: obs("failed", "s-new", api.ResourceCounts{})}, nothing},
+		{"a failed apply is retried when due", decideInput{Obs: obs("failed", "s-new", api.ResourceCounts{}), RetryDue: true}, decision{Action: api.ActionUpgrade}},
+		{"drift is reported, not corrected, by default", decideInput{Obs: obs("deployed", "s-new", missing), RetryDue: true}, nothing},
+		{"drift is corrected when enabled", decideInput{Obs: obs("deployed", "s-new", missing), CorrectDrift: drift, RetryDue: true}, decision{Action: api.ActionRollback}},
+		{"drift is corrected by force when asked", decideInput{Obs: obs("deployed", "s-new", missing), CorrectDrift: &fleet.CorrectDrift{Enabled: true, Force: true}, RetryDue: true}, decision{Action: api.ActionRollback, Force: true}},
+		{"a release left uninstalling is recovered", decideInput{Obs: obs("uninstalling", "s-new", api.ResourceCounts{}), RetryDue: true}, decision{Action: api.ActionRecover}},
+		{"a failed apply of an older state waits for its backoff too", decideInput{Obs: obs("failed", "s-old", api.ResourceCounts{})}, nothing},
+		{"paused changes nothing", decideInput{Obs: obs("deployed", "s-old", api.ResourceCounts{}), Paused: true, RetryDue: true}, nothing},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, _ := decide(c.in)
-			require.Equal(t, c.action, got)
+			require.Equal(t, c.want, decide(c.in))
 		})
 	}
 	render := obs("", "", api.ResourceCounts{})
 	render.Error = `values.yaml: map has no entry for key "fqdn"`
-	got, _ := decide(decideInput{Obs: render, RetryDue: true})
-	require.Empty(t, got, "a bundle that does not render is never applied")
+	require.Equal(t, nothing, decide(decideInput{Obs: render, RetryDue: true}), "a bundle that does not render is never applied")
 }
 
 func TestBundleStateFollowsFleetPrecedence(t *testing.T) {

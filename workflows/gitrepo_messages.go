@@ -105,7 +105,7 @@ func (g *gitRepoRun) validateApproval(_ workflow.Context, in api.ApproveRemovalI
 		return fmt.Errorf("gitrepo %q: no plan is held for approval", g.name())
 	}
 	if in.Commit != "" && !strings.HasPrefix(h.Commit, in.Commit) {
-		return fmt.Errorf("gitrepo %q: the held plan is for commit %s, not %s", g.name(), short(h.Commit), in.Commit)
+		return fmt.Errorf("gitrepo %q: the held plan is for commit %s, not %s", g.name(), api.ShortCommit(h.Commit), in.Commit)
 	}
 	return nil
 }

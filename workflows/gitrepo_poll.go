@@ -47,7 +47,7 @@ func (g *gitRepoRun) poll(ctx workflow.Context, resync bool) {
 		StartToCloseTimeout: planTimeout,
 		HeartbeatTimeout:    heartbeat,
 		RetryPolicy:         retries(3),
-		Summary:             "plan " + short(res.Commit),
+		Summary:             "plan " + api.ShortCommit(res.Commit),
 	})
 	var plan api.Plan
 	err = workflow.ExecuteActivity(pctx, api.ActivityPlan, api.PlanInput{
@@ -55,7 +55,7 @@ func (g *gitRepoRun) poll(ctx workflow.Context, resync bool) {
 		Paths: s.Paths, Targets: s.Targets,
 	}).Get(ctx, &plan)
 	if err != nil {
-		g.carry.Error = fmt.Sprintf("commit %s: %s", short(res.Commit), errorMessage(err))
+		g.carry.Error = fmt.Sprintf("commit %s: %s", api.ShortCommit(res.Commit), errorMessage(err))
 		return
 	}
 	g.carry.Error = ""

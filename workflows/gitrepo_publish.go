@@ -68,7 +68,7 @@ func (g *gitRepoRun) publish(ctx workflow.Context, paced bool) {
 
 func gitRepoDetails(st api.GitRepoStatus) string {
 	var b strings.Builder
-	b.WriteString(fmt.Sprintf("**%s**: %d/%d clusters ready at commit `%s`\n\n", st.State, st.ReadyClusters, st.DesiredReadyClusters, short(st.Commit)))
+	b.WriteString(fmt.Sprintf("**%s**: %d/%d clusters ready at commit `%s`\n\n", st.State, st.ReadyClusters, st.DesiredReadyClusters, api.ShortCommit(st.Commit)))
 	if st.Error != "" {
 		b.WriteString(fmt.Sprintf("Error: %s\n\n", st.Error))
 	}

@@ -35,7 +35,7 @@ func removalHold(gitRepo string, prev, next *api.Plan) string {
 	approve := fmt.Sprintf("nothing was uninstalled; if this is intended, approve it with `flotilla sync %s --allow-removal`", gitRepo)
 	if len(next.Bundles) == 0 && len(prev.Bundles) > 0 {
 		return fmt.Sprintf("held: commit %s has no bundles under the GitRepo's paths; applying it would uninstall "+
-			"%d bundle(s) from %d cluster(s); %s", short(next.Commit), len(prev.Bundles), len(prev.Clusters), approve)
+			"%d bundle(s) from %d cluster(s); %s", api.ShortCommit(next.Commit), len(prev.Bundles), len(prev.Clusters), approve)
 	}
 	kept := map[string]bool{}
 	for _, c := range next.Clusters {
@@ -56,7 +56,7 @@ func removalHold(gitRepo string, prev, next *api.Plan) string {
 		names, more = names[:10], fmt.Sprintf(" and %d more", len(dropped)-10)
 	}
 	return fmt.Sprintf("held: commit %s with inventory generation %d targets %d of the %d clusters this GitRepo "+
-		"runs on; applying it would uninstall it from %d of them (%s%s); %s", short(next.Commit),
+		"runs on; applying it would uninstall it from %d of them (%s%s); %s", api.ShortCommit(next.Commit),
 		next.InventoryGeneration, len(next.Clusters), len(prev.Clusters), len(dropped), strings.Join(names, ", "), more, approve)
 }
 

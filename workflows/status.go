@@ -19,9 +19,9 @@ func bundleStatus(o api.BundleObservation, failure string) api.BundleStatus {
 		s.State, s.Message = api.StateErrApplied, stuck(o.Release, failure)
 	case !o.Release.Exists:
 		s.State, s.Message = api.StateWaitApplied, "release not installed yet"
-	case o.Release.Status == "failed":
+	case o.Release.Status == api.ReleaseFailed:
 		s.State, s.Message = api.StateErrApplied, "helm: "+o.Release.Description
-	case o.Release.Status != "deployed" || o.Release.DeploymentID != o.DesiredID:
+	case o.Release.Status != api.ReleaseDeployed || o.Release.DeploymentID != o.DesiredID:
 		s.State, s.Message = api.StateWaitApplied, fmt.Sprintf("release %s is %s", o.ReleaseName, o.Release.Status)
 	case o.Resources.Counts.NotReady > 0:
 		s.State, s.Message = api.StateNotReady, strings.Join(o.Resources.NonReady, "; ")
@@ -38,7 +38,7 @@ func bundleStatus(o api.BundleObservation, failure string) api.BundleStatus {
 // not deployed (a failed upgrade) is not "where it runs": the error alone says more.
 func stuck(live api.ReleaseInfo, err string) string {
 	switch {
-	case !live.Exists || live.Status != "deployed":
+	case !live.Exists || live.Status != api.ReleaseDeployed:
 		return err
 	case live.Commit != "":
 		return fmt.Sprintf("stuck at %s (revision %d): %s", live.Commit, live.Revision, err)

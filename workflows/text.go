@@ -31,10 +31,3 @@ func hashOf(v any) string {
 	sum := sha256.Sum256(b)
 	return fmt.Sprintf("%x", sum[:12])
 }
-
-func short(commit string) string {
-	if len(commit) > 12 {
-		return commit[:12]
-	}
-	return commit
-}
