@@ -90,13 +90,7 @@ func TestGitRepoRollsOutThroughItsWindow(t *testing.T) {
 
 	require.Contains(t, started, "d")
 	require.GreaterOrEqual(t, started["d"].Sub(start), AckTimeout, "d waited for b's slot to time out")
-	var can *workflow.ContinueAsNewError
-	require.ErrorAs(t, env.GetWorkflowError(), &can)
-	var next GitRepoInput
-	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
-	carry, err := unpackCarry(next.CarryZ)
-	require.NoError(t, err)
-	r := carry.takeRollout()
+	r := carriedRollout(t, env)
 	require.Equal(t, api.StateReady, r.Clusters["a"].Status.State)
 	require.True(t, r.Clusters["a"].Delivered.Acked)
 	for _, c := range []string{"b", "c", "d"} {
@@ -138,11 +132,16 @@ func TestGitRepoRemovesAClusterItNoLongerTargets(t *testing.T) {
 
 	require.Equal(t, 2, afterRemoval.DesiredReadyClusters)
 	require.Equal(t, api.StateReady, afterRemoval.State)
+	require.NotContains(t, carriedRollout(t, env).Clusters, "c", "forgotten once removed")
+}
+
+// carriedRollout is the per-cluster state a GitRepo run that continued as new handed to the next one.
+func carriedRollout(t *testing.T, env *testsuite.TestWorkflowEnvironment) *rollout {
 	var can *workflow.ContinueAsNewError
 	require.ErrorAs(t, env.GetWorkflowError(), &can)
 	var next GitRepoInput
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
 	carry, err := unpackCarry(next.CarryZ)
 	require.NoError(t, err)
-	require.NotContains(t, carry.takeRollout().Clusters, "c", "forgotten once removed")
+	return carry.takeRollout()
 }
