@@ -43,6 +43,7 @@ func (a *Activities) observeBundle(ctx context.Context, h *clusterHandle, t api.
 		return o, a.observeStuck(ctx, h, t, &o, resources)
 	}
 	o.ReleaseName, o.Namespace, o.Deploy, o.DesiredID = rel.Name, rel.Namespace, rel.Deploy, rel.DeploymentID
+	o.CorrectDrift, o.Paused, o.SyncGeneration = rel.Options.CorrectDrift, rel.Paused, rel.SyncGeneration
 	var st agentclient.ReleaseState
 	var objs []agentclient.ObjectStatus
 	if resources {

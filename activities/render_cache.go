@@ -58,6 +58,7 @@ func (a *Activities) render(h *clusterHandle, t api.ClusterTarget, ref api.Bundl
 	rel, err := render.ForCluster(render.Input{
 		RepoRoot: h.dir, Bundle: b, Cluster: h.info, GitRepo: t.GitRepo, Commit: t.Commit,
 		TargetNamespace: t.Options.TargetNamespace, KeepResources: t.Options.KeepResources, CorrectDrift: t.Options.CorrectDrift,
+		ForceSyncGeneration: t.Options.ForceSyncGeneration,
 	})
 	if err != nil {
 		return nil, err

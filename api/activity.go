@@ -112,6 +112,13 @@ type BundleObservation struct {
 	ErrorType string          `json:"errorType,omitempty"`
 	Release   ReleaseInfo     `json:"release"`
 	Resources ResourceSummary `json:"resources"`
+	// CorrectDrift is the bundle's effective drift correction on this cluster (its fleet.yaml or
+	// targetCustomization, else the GitRepo's); nil in observations recorded before it was reported.
+	CorrectDrift *fleet.CorrectDrift `json:"correctDrift,omitempty"`
+	// Paused is the bundle's fleet.yaml `paused`: changes wait.
+	Paused bool `json:"paused,omitempty"`
+	// SyncGeneration is the GitRepo forceSyncGeneration the desired state carries.
+	SyncGeneration int64 `json:"syncGeneration,omitempty"`
 }
 
 // ReleaseInfo is the latest Helm revision of a bundle's release.

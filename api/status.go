@@ -69,6 +69,9 @@ type ClusterStatus struct {
 	Reachable   bool      `json:"reachable"`
 	LastChecked time.Time `json:"lastChecked,omitempty"`
 	LastSeen    time.Time `json:"lastSeen,omitempty"`
+	// SyncGeneration is the GitRepo's forceSyncGeneration the cluster last applied in full (Fleet's
+	// syncGeneration).
+	SyncGeneration int64 `json:"syncGeneration,omitempty"`
 	// Generation is the desired-state generation this status describes.
 	Generation int64 `json:"generation"`
 }

@@ -26,7 +26,7 @@ func (r *clusterRun) reconcile(ctx workflow.Context) time.Duration {
 			failed = false
 		}
 		due := !failed || !now.Before(f.NextRetry)
-		d := decide(decideInput{Obs: o, CorrectDrift: r.in.Target.Options.CorrectDrift, Paused: r.in.Paused, RetryDue: due})
+		d := decide(decideInput{Obs: o, CorrectDrift: effectiveCorrectDrift(o, r.in.Target.Options), Paused: r.in.Paused || o.Paused, RetryDue: due})
 		if d.Action != api.ActionNone {
 			actions = append(actions, api.BundleAction{Bundle: o.Bundle, Action: d.Action, ExpectedID: o.DesiredID, Force: d.Force})
 		}
@@ -70,6 +70,9 @@ func (r *clusterRun) reconcile(ctx workflow.Context) time.Duration {
 		st.Bundles = append(st.Bundles, bundleStatus(o, failure))
 	}
 	summarizeCluster(st)
+	if appliedAll(obs) {
+		st.SyncGeneration = r.in.Target.Options.ForceSyncGeneration
+	}
 	r.report(ctx, false)
 	// The delay runs from now, not from when this reconcile began: an apply can take minutes, and a retry
 	// due two seconds after it failed must not be measured from before it started.
@@ -164,4 +167,15 @@ func (r *clusterRun) unreachable(ctx workflow.Context, err error) time.Duration 
 	r.carry.FailStreak++
 	r.report(ctx, false)
 	return backoff(r.carry.FailStreak)
+}
+
+// appliedAll reports whether every bundle deployed here runs its desired state: only then has the cluster
+// applied the desired state's sync generation.
+func appliedAll(obs api.Observation) bool {
+	for _, o := range obs.Bundles {
+		if o.Error != "" || o.Deploy && (!o.Release.Exists || o.Release.DeploymentID != o.DesiredID) {
+			return false
+		}
+	}
+	return true
 }

@@ -148,6 +148,9 @@ func TestClusterWorkflowRetriesASlowFailedApplyAfterItsBackoff(t *testing.T) {
 func newEnv() *testsuite.TestWorkflowEnvironment {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
+	// The environment's own default gives a workflow 3 s of real time, which a loaded 2-core machine can
+	// exceed; virtual time is skipped anyway.
+	env.SetTestTimeout(2 * time.Minute)
 	var unmocked *activities.Activities
 	unmocked.Register(env)
 	return env

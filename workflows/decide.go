@@ -49,3 +49,13 @@ func decide(in decideInput) decision {
 	}
 	return nothing
 }
+
+// effectiveCorrectDrift is the bundle's own drift correction on this cluster, as the observation reports
+// it (fleet.yaml or targetCustomization over the GitRepo's); an observation recorded before it carried one
+// falls back to the GitRepo's, as those runs decided.
+func effectiveCorrectDrift(o api.BundleObservation, gitRepo api.DeployOptions) *fleet.CorrectDrift {
+	if o.CorrectDrift != nil {
+		return o.CorrectDrift
+	}
+	return gitRepo.CorrectDrift
+}

@@ -139,3 +139,36 @@ func TestAFailingBundleSaysWhereItIsStuck(t *testing.T) {
 	never := api.BundleObservation{Bundle: "web", Error: "boom"}
 	require.Equal(t, "boom", bundleStatus(never, "").Message, "nothing runs: the error alone")
 }
+
+// A bundle's own correctDrift decides, not the GitRepo's: on in fleet.yaml under a GitRepo without it is
+// corrected; off in fleet.yaml under a GitRepo with it on is not.
+func TestTheBundlesOwnCorrectDriftDecides(t *testing.T) {
+	missing := api.ResourceCounts{DesiredReady: 2, Ready: 1, Missing: 1}
+	on, off := &fleet.CorrectDrift{Enabled: true}, &fleet.CorrectDrift{Enabled: false}
+	for _, c := range []struct {
+		name            string
+		bundle, gitRepo *fleet.CorrectDrift
+		want            decision
+	}{
+		{"bundle on, GitRepo silent", on, nil, decision{Action: api.ActionRollback}},
+		{"bundle off, GitRepo on", off, on, nothing},
+		{"bundle silent, GitRepo on (an observation from before bundles reported theirs)", nil, on, decision{Action: api.ActionRollback}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := obs("deployed", "s-new", missing)
+			o.CorrectDrift = c.bundle
+			got := decide(decideInput{Obs: o, CorrectDrift: effectiveCorrectDrift(o, api.DeployOptions{CorrectDrift: c.gitRepo}), RetryDue: true})
+			require.Equal(t, c.want, got)
+		})
+	}
+}
+
+// A bundle paused in its fleet.yaml keeps what it runs: no action, and its status says it waits.
+func TestAPausedBundleChangesNothingAndSaysSo(t *testing.T) {
+	o := obs("deployed", "s-old", api.ResourceCounts{})
+	o.Paused = true
+	require.Equal(t, nothing, decide(decideInput{Obs: o, Paused: o.Paused, RetryDue: true}))
+	st := bundleStatus(o, "")
+	require.Equal(t, api.StateOutOfSync, st.State)
+	require.Contains(t, st.Message, "paused")
+}

@@ -17,6 +17,8 @@ func bundleStatus(o api.BundleObservation, failure string) api.BundleStatus {
 		s.State, s.Message = api.StateErrApplied, stuck(o.Release, o.Error)
 	case failure != "":
 		s.State, s.Message = api.StateErrApplied, stuck(o.Release, failure)
+	case o.Paused && (!o.Release.Exists || o.Release.DeploymentID != o.DesiredID):
+		s.State, s.Message = api.StateOutOfSync, "paused (fleet.yaml): changes wait"
 	case !o.Release.Exists:
 		s.State, s.Message = api.StateWaitApplied, "release not installed yet"
 	case o.Release.Status == api.ReleaseFailed:

@@ -36,6 +36,8 @@ type Input struct {
 	TargetNamespace string
 	KeepResources   bool
 	CorrectDrift    *fleet.CorrectDrift
+	// ForceSyncGeneration is the GitRepo's spec.forceSyncGeneration: raising it redeploys every bundle once.
+	ForceSyncGeneration int64
 }
 
 // Release is what gets applied.
@@ -49,6 +51,10 @@ type Release struct {
 	Options       fleet.BundleDeploymentOptions
 	Customization string
 	Deploy        bool
+	// Paused is the bundle's fleet.yaml `paused`: what it runs stays, changes wait.
+	Paused bool
+	// SyncGeneration is the GitRepo's forceSyncGeneration this rendering carries (Fleet's syncGeneration).
+	SyncGeneration int64
 	// ForcedNamespace, when set, is the only namespace the release may write to (targetNamespace, or the
 	// cluster's confineToNamespace): cluster-scoped objects and other namespaces are refused when applied.
 	ForcedNamespace string
@@ -72,7 +78,8 @@ func ForCluster(in Input) (*Release, error) {
 	if opts.CorrectDrift == nil {
 		opts.CorrectDrift = in.CorrectDrift
 	}
-	rel := &Release{Bundle: b.Name, Options: opts, Customization: custom, Deploy: deploy}
+	rel := &Release{Bundle: b.Name, Options: opts, Customization: custom, Deploy: deploy,
+		Paused: b.FleetYAML.Paused, SyncGeneration: in.ForceSyncGeneration}
 	rel.Name = names.HelmReleaseName(b.Name)
 	if opts.Helm != nil && opts.Helm.ReleaseName != "" {
 		rel.Name = opts.Helm.ReleaseName
@@ -239,7 +246,12 @@ func deploymentID(rel *Release, extra []byte, forced string) (string, error) {
 	h.Write(values)
 	h.Write(extra)
 	o := rel.Options
-	placement, _ := json.Marshal([]any{rel.Name, rel.Namespace, forced, o.KeepResources, o.ForceSyncGeneration, o.NamespaceLabels, o.NamespaceAnnotations, o.Helm != nil && o.Helm.Force})
+	place := []any{rel.Name, rel.Namespace, forced, o.KeepResources, o.ForceSyncGeneration, o.NamespaceLabels, o.NamespaceAnnotations, o.Helm != nil && o.Helm.Force}
+	if rel.SyncGeneration != 0 {
+		// Only when set, so that every deployment ID from before it existed stays the same.
+		place = append(place, rel.SyncGeneration)
+	}
+	placement, _ := json.Marshal(place)
 	h.Write(placement)
 	return "s-" + hex.EncodeToString(h.Sum(nil))[:40], nil
 }

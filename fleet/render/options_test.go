@@ -1,0 +1,48 @@
+package render
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/flotilla-gitops/flotilla/fleet"
+	"github.com/flotilla-gitops/flotilla/fleet/bundle"
+)
+
+// Raising a GitRepo's forceSyncGeneration gives every bundle a new deployment ID, so it is deployed again
+// with nothing else changed; a GitRepo that never set it keeps the IDs it always had.
+func TestForceSyncGenerationRedeploysAndZeroChangesNothing(t *testing.T) {
+	root := writeRepo(t, map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n"})
+	b, err := bundle.Load(root, bundle.Ref{Name: "app", Path: "app"})
+	require.NoError(t, err)
+	idAt := func(gen int64) *Release {
+		rel, err := ForCluster(Input{RepoRoot: root, Bundle: b, Cluster: fleet.ClusterInfo{Name: "c"}, GitRepo: "g", ForceSyncGeneration: gen})
+		require.NoError(t, err)
+		return rel
+	}
+	zero, one, two := idAt(0), idAt(1), idAt(2)
+	require.NotEqual(t, zero.DeploymentID, one.DeploymentID)
+	require.NotEqual(t, one.DeploymentID, two.DeploymentID)
+	require.Equal(t, int64(2), two.SyncGeneration)
+	// The ID of an unset generation is the one the code before forceSyncGeneration reached rendering gave
+	// (computed with it): a worker upgrade redeploys nothing.
+	require.Equal(t, "s-f6b44de7c998c5f40df530a0b58a7dabd2ac24fb", zero.DeploymentID)
+}
+
+// A bundle's own correctDrift and paused reach the release; without its own, the GitRepo's correctDrift applies.
+func TestTheBundlesOwnOptionsReachTheRelease(t *testing.T) {
+	root := writeRepo(t, map[string]string{
+		"own/fleet.yaml":  "correctDrift:\n  enabled: false\npaused: true\n",
+		"own/cm.yaml":     "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: own\n",
+		"inherit/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: inherit\n",
+	})
+	gitRepoDrift := &fleet.CorrectDrift{Enabled: true}
+	for dir, want := range map[string]bool{"own": false, "inherit": true} {
+		b, err := bundle.Load(root, bundle.Ref{Name: dir, Path: dir})
+		require.NoError(t, err)
+		rel, err := ForCluster(Input{RepoRoot: root, Bundle: b, Cluster: fleet.ClusterInfo{Name: "c"}, GitRepo: "g", CorrectDrift: gitRepoDrift})
+		require.NoError(t, err)
+		require.Equal(t, want, rel.Options.CorrectDrift.Enabled, dir)
+		require.Equal(t, dir == "own", rel.Paused, dir)
+	}
+}
