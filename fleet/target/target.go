@@ -45,25 +45,18 @@ func (c criteria) matches(ci fleet.ClusterInfo) bool {
 	if c.ClusterSelector != nil && !selectorMatches(c.ClusterSelector, ci.Labels) {
 		return false
 	}
-	if c.ClusterGroup != "" {
-		found := false
-		for _, g := range ci.Groups {
-			found = found || g == c.ClusterGroup
-		}
-		if !found {
-			return false
+	if c.ClusterGroup == "" && c.ClusterGroupSelector == nil {
+		return true
+	}
+	// Fleet weighs a cluster once per group it is in: clusterGroup and clusterGroupSelector must both hold
+	// for the same group, not one for a group named so and the other for a group labelled so.
+	for _, g := range ci.Groups {
+		if (c.ClusterGroup == "" || c.ClusterGroup == g) &&
+			(c.ClusterGroupSelector == nil || selectorMatches(c.ClusterGroupSelector, ci.GroupLabels[g])) {
+			return true
 		}
 	}
-	if c.ClusterGroupSelector != nil {
-		found := false
-		for _, g := range ci.Groups {
-			found = found || selectorMatches(c.ClusterGroupSelector, ci.GroupLabels[g])
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
+	return false
 }
 
 // Matches reports whether a cluster is targeted: the first matching target decides, and doNotDeploy
