@@ -184,7 +184,7 @@ targetCustomizations:
 
 // shopForProd is shop's root options with the customization "prod" merged over them: scalars set replace,
 // values deep-merge with lists replaced, templateValues merge by key, valuesFiles and overlays append,
-// comparePatches merge, booleans OR (takeOwnership: false cannot turn the root's off), correctDrift is
+// comparePatches merge by the object they name, booleans OR (takeOwnership: false cannot turn the root's off), correctDrift is
 // replaced whole.
 const shopForProd = `defaultNamespace: web
 namespace: web-prod
@@ -252,6 +252,27 @@ func TestTheFirstMatchingCustomizationIsMergedOverTheRootOptions(t *testing.T) {
 				"two":   customized("all", web+"\nnamespace: web-all"),
 				"three": customized("all", web+"\nnamespace: web-all"),
 			}},
+		{name: "comparePatches merge by apiVersion, kind, namespace and name: a customization's replaces the root's in place, the first of two counts",
+			targets: "- clusterName: one",
+			fleetYAML: `diff:
+  comparePatches:
+  - {apiVersion: apps/v1, kind: Deployment, name: web, jsonPointers: [/spec/replicas]}
+  - {apiVersion: apps/v1, kind: Deployment, name: api, jsonPointers: [/spec/replicas]}
+targetCustomizations:
+- name: one
+  clusterName: one
+  diff:
+    comparePatches:
+    - {apiVersion: v1, kind: Service, name: web, operations: [{op: ignore}]}
+    - {apiVersion: apps/v1, kind: Deployment, name: web, jsonPointers: [/spec/template]}
+    - {apiVersion: apps/v1, kind: Deployment, name: api, namespace: other, jsonPointers: [/spec/template]}
+    - {apiVersion: apps/v1, kind: Deployment, name: web, jsonPointers: [/metadata/labels]}`,
+			want: map[string]outcome{"one": customized("one", `diff:
+  comparePatches:
+  - {apiVersion: apps/v1, kind: Deployment, name: web, jsonPointers: [/spec/template]}
+  - {apiVersion: apps/v1, kind: Deployment, name: api, jsonPointers: [/spec/replicas]}
+  - {apiVersion: v1, kind: Service, name: web, operations: [{op: ignore}]}
+  - {apiVersion: apps/v1, kind: Deployment, name: api, namespace: other, jsonPointers: [/spec/template]}`)}},
 		{name: "a cluster no customization matches gets the root options", targets: "- clusterSelector: {}",
 			fleetYAML: web + "\ntargetCustomizations:\n- name: one\n  clusterName: one\n  namespace: web-one",
 			want: map[string]outcome{

@@ -75,9 +75,9 @@ func merge(base, over fleet.BundleDeploymentOptions) fleet.BundleDeploymentOptio
 	if over.Diff != nil {
 		d := fleet.DiffOptions{}
 		if base.Diff != nil {
-			d.ComparePatches = append(d.ComparePatches, base.Diff.ComparePatches...)
+			d.ComparePatches = base.Diff.ComparePatches
 		}
-		d.ComparePatches = append(d.ComparePatches, over.Diff.ComparePatches...)
+		d.ComparePatches = mergeComparePatches(d.ComparePatches, over.Diff.ComparePatches)
 		out.Diff = &d
 	}
 	out.Ignore.Conditions = append(append([]map[string]string(nil), base.Ignore.Conditions...), over.Ignore.Conditions...)
@@ -115,6 +115,35 @@ func MergeValues(a, b map[string]any) map[string]any {
 			}
 		}
 		out[k] = v
+	}
+	return out
+}
+
+// mergeComparePatches merges by the object a patch names, as Fleet does: a customization's patch for an
+// object the root already patches replaces that patch where it stands; one for another object is appended.
+// Of two customization patches for one object, the first counts.
+func mergeComparePatches(base, over []fleet.ComparePatch) []fleet.ComparePatch {
+	if len(over) == 0 {
+		return base
+	}
+	id := func(p fleet.ComparePatch) [4]string { return [4]string{p.APIVersion, p.Kind, p.Namespace, p.Name} }
+	at := map[[4]string]int{}
+	for i, p := range base {
+		at[id(p)] = i
+	}
+	out := append([]fleet.ComparePatch(nil), base...)
+	seen := map[[4]string]bool{}
+	for _, p := range over {
+		k := id(p)
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		if i, ok := at[k]; ok {
+			out[i] = p
+			continue
+		}
+		out = append(out, p)
 	}
 	return out
 }
