@@ -123,10 +123,14 @@ func Customize(fy fleet.FleetYAML, c fleet.ClusterInfo) (fleet.BundleDeploymentO
 	if err != nil {
 		return base, "", false, err
 	}
+	// Every customization is checked before any is matched, so a broken one fails the bundle on every
+	// cluster, not only on those no earlier customization matches.
 	for i, tc := range fy.TargetCustomizations {
 		if err := Validate([]fleet.GitTarget{{Name: tc.Name, ClusterSelector: tc.ClusterSelector, ClusterGroupSelector: tc.ClusterGroupSelector}}); err != nil {
 			return base, "", false, fmt.Errorf("targetCustomizations[%d]: %w", i, err)
 		}
+	}
+	for _, tc := range fy.TargetCustomizations {
 		if !(criteria{tc.ClusterName, tc.ClusterSelector, tc.ClusterGroup, tc.ClusterGroupSelector}).matches(c) {
 			continue
 		}
