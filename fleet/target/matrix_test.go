@@ -126,7 +126,7 @@ func TestTargetsChooseExactlyTheseClusters(t *testing.T) {
 
 // shop's fleet.yaml sets every kind of option at its root and three customizations that overlap on "one"
 // (env=prod, in group eu) and on "three" (env=dev, in group eu).
-const shop = `defaultNamespace: web
+const shopRoot = `defaultNamespace: web
 helm:
   chart: ./chart
   values:
@@ -146,7 +146,9 @@ diff:
   - {apiVersion: apps/v1, kind: Deployment, name: web, operations: [{op: remove, path: /spec/replicas}]}
 correctDrift: {enabled: true, force: true}
 forceSyncGeneration: 1
-targetCustomizations:
+`
+
+const shop = shopRoot + `targetCustomizations:
 - name: prod
   clusterSelector: {matchLabels: {env: prod}}
   namespace: web-prod
@@ -280,6 +282,73 @@ targetCustomizations:
 				"two":   deployed(web),
 				"three": deployed(web),
 			}},
+	})
+}
+
+// shopForProdThenEurope is shop's root options with "prod" merged over them, then "europe" over that.
+const shopForProdThenEurope = `defaultNamespace: web-eu
+namespace: web-prod
+helm:
+  chart: ./chart
+  values:
+    image: {repository: mirror.eu/web, tag: "2.0"}
+    hosts: [shop.example.com]
+    replicas: 3
+  templateValues:
+    fqdn: "${ .ClusterName }.example.com"
+    region: "prod-${ .ClusterLabels.region }"
+  valuesFiles: [values.yaml, prod.yaml]
+  atomic: true
+  takeOwnership: true
+  force: true
+yaml:
+  overlays: [base, prod, eu]
+diff:
+  comparePatches:
+  - {apiVersion: apps/v1, kind: Deployment, name: web, operations: [{op: remove, path: /spec/replicas}]}
+  - {apiVersion: v1, kind: Service, name: web, operations: [{op: ignore}]}
+correctDrift: {enabled: true}
+keepResources: true
+forceSyncGeneration: 3
+`
+
+// targetCustomizationMode: AllMatches (Fleet v0.16) merges every matching customization over the root
+// options in the order written, and any match saying doNotDeploy skips the cluster.
+func TestAllMatchesMergesEveryMatchingCustomizationInOrder(t *testing.T) {
+	runMatrix(t, []matrixCase{
+		{name: "FirstMatch written out is the default", fleetYAML: "targetCustomizationMode: FirstMatch\n" + shop,
+			want: map[string]outcome{
+				"one":   customized("prod", shopForProd),
+				"two":   customized("prod", shopForProd),
+				"three": customized("europe", shopForEurope),
+			}},
+		{name: "every match, in order; a doNotDeploy among them skips", fleetYAML: "targetCustomizationMode: AllMatches\n" + shop,
+			want: map[string]outcome{
+				"one":   customized("prod, europe", shopForProdThenEurope),
+				"two":   customized("prod", shopForProd),
+				"three": skippedBy("dev-off"),
+			}},
+		{name: "a doNotDeploy before other matches skips as well",
+			fleetYAML: web + "\ntargetCustomizationMode: AllMatches\ntargetCustomizations:\n" +
+				"- name: off\n  clusterName: one\n  doNotDeploy: true\n- name: all\n  clusterSelector: {}\n  namespace: web-all",
+			want: map[string]outcome{
+				"one":   skippedBy("off"),
+				"two":   customized("all", web+"\nnamespace: web-all"),
+				"three": customized("all", web+"\nnamespace: web-all"),
+			}},
+		{name: "a later match wins a scalar; an unnamed match merges but names nothing",
+			fleetYAML: web + "\ntargetCustomizationMode: AllMatches\ntargetCustomizations:\n" +
+				"- clusterSelector: {}\n  namespace: web-all\n  helm: {values: {tier: any}}\n" +
+				"- name: eu\n  clusterGroup: eu\n  namespace: web-eu",
+			want: map[string]outcome{
+				"one":   customized("eu", web+"\nnamespace: web-eu\nhelm: {values: {tier: any}}"),
+				"two":   customized("", web+"\nnamespace: web-all\nhelm: {values: {tier: any}}"),
+				"three": customized("eu", web+"\nnamespace: web-eu\nhelm: {values: {tier: any}}"),
+			}},
+		{name: "no match: the root options", targets: "- clusterName: two",
+			fleetYAML: "targetCustomizationMode: AllMatches\n" + shopRoot +
+				"targetCustomizations:\n- name: eu\n  clusterGroup: eu\n  doNotDeploy: true\n",
+			want: map[string]outcome{"two": deployed(shopRoot)}},
 	})
 }
 

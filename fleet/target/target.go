@@ -1,4 +1,4 @@
-// Package target decides which clusters a GitRepo's bundles go to and which targetCustomization applies,
+// Package target decides which clusters a GitRepo's bundles go to and which targetCustomizations apply,
 // with Fleet's rules. It is pure: no I/O.
 package target
 
@@ -114,34 +114,3 @@ func GroupsOf(c fleet.Cluster, groups []fleet.ClusterGroup) ([]string, map[strin
 // user applies a ClusterGroup of that name, it holds every registered cluster, as Fleet's own "default"
 // group does, so a single-cluster quick start with no targets deploys.
 const DefaultGroup = "default"
-
-// Customize merges the first matching targetCustomization over the bundle's options (Fleet's merge:
-// scalars override when set, helm values deep-merge, overlays append, booleans OR, correctDrift replaces).
-// deploy is false when that customization says doNotDeploy.
-func Customize(fy fleet.FleetYAML, c fleet.ClusterInfo) (fleet.BundleDeploymentOptions, string, bool, error) {
-	base, err := deepCopy(fy.BundleDeploymentOptions)
-	if err != nil {
-		return base, "", false, err
-	}
-	// Every customization is checked before any is matched, so a broken one fails the bundle on every
-	// cluster, not only on those no earlier customization matches.
-	for i, tc := range fy.TargetCustomizations {
-		if err := Validate([]fleet.GitTarget{{Name: tc.Name, ClusterSelector: tc.ClusterSelector, ClusterGroupSelector: tc.ClusterGroupSelector}}); err != nil {
-			return base, "", false, fmt.Errorf("targetCustomizations[%d]: %w", i, err)
-		}
-	}
-	for _, tc := range fy.TargetCustomizations {
-		if !(criteria{tc.ClusterName, tc.ClusterSelector, tc.ClusterGroup, tc.ClusterGroupSelector}).matches(c) {
-			continue
-		}
-		if tc.DoNotDeploy {
-			return base, tc.Name, false, nil
-		}
-		over, err := deepCopy(tc.BundleDeploymentOptions)
-		if err != nil {
-			return base, "", false, err
-		}
-		return merge(base, over), tc.Name, true, nil
-	}
-	return base, "", true, nil
-}

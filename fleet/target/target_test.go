@@ -50,3 +50,9 @@ func TestABrokenCustomizationSelectorFailsEveryCluster(t *testing.T) {
 	_, _, _, err := Customize(fy, info(cluster("prod", map[string]string{"env": "prod"}), nil))
 	require.EqualError(t, err, `targetCustomizations[1]: target broken: clusterSelector: "Near" is not a valid label selector operator`)
 }
+
+func TestAnUnknownTargetCustomizationModeIsAnErrorNamingIt(t *testing.T) {
+	fy := fleet.FleetYAML{TargetCustomizationMode: "EveryMatch"}
+	_, _, _, err := Customize(fy, info(cluster("prod", nil), nil))
+	require.EqualError(t, err, `targetCustomizationMode: unknown mode "EveryMatch" (want FirstMatch or AllMatches)`)
+}
