@@ -134,6 +134,9 @@ type FleetYAML struct {
 	Labels map[string]string `json:"labels,omitempty"`
 	BundleDeploymentOptions
 	TargetCustomizations []BundleTarget `json:"targetCustomizations,omitempty"`
+	// TargetCustomizationMode is FirstMatch (when empty) or AllMatches: whether only the first matching
+	// targetCustomization applies to a cluster, or every matching one, merged in order.
+	TargetCustomizationMode string `json:"targetCustomizationMode,omitempty"`
 	// OverrideTargets replaces the GitRepo's targets for this bundle.
 	OverrideTargets []GitTarget `json:"overrideTargets,omitempty"`
 	Paused          bool        `json:"paused,omitempty"`

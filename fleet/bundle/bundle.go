@@ -15,6 +15,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/fleet/names"
 	"github.com/flotilla-gitops/flotilla/fleet/safepath"
+	"github.com/flotilla-gitops/flotilla/fleet/target"
 )
 
 // Ref names a bundle folder; Path is slash-separated and relative to the repository root ("." for the root).
@@ -278,6 +279,9 @@ func Parse(file string, data []byte) (fleet.FleetYAML, []string, error) {
 	}
 	if err := checkName(fy.Name); err != nil {
 		return fy, nil, &LoadError{File: file, Line: lineOf(&node, "name"), Err: err}
+	}
+	if err := target.CheckMode(fy.TargetCustomizationMode); err != nil {
+		return fy, nil, &LoadError{File: file, Line: lineOf(&node, "targetCustomizationMode"), Err: err}
 	}
 	return fy, warnings, nil
 }

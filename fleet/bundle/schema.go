@@ -32,12 +32,11 @@ type key struct {
 // Implementing one of them means removing it here.
 var unsupported = map[reflect.Type]map[string]string{
 	reflect.TypeOf(fleet.FleetYAML{}): {
-		"dependsOn":               "",
-		"rolloutStrategy":         "",
-		"imageScans":              "",
-		"targetCustomizationMode": "",
-		"targets":                 "targetCustomizations does the same",
-		"paused":                  "pause the GitRepo or the Cluster instead",
+		"dependsOn":       "",
+		"rolloutStrategy": "",
+		"imageScans":      "",
+		"targets":         "targetCustomizations does the same",
+		"paused":          "pause the GitRepo or the Cluster instead",
 	},
 	reflect.TypeOf(fleet.BundleDeploymentOptions{}): {
 		"createNamespace":     "",

@@ -82,6 +82,21 @@ targets:
 	require.Equal(t, "prod", b.FleetYAML.TargetCustomizations[0].ClusterName)
 }
 
+// targetCustomizationMode (Fleet v0.16) is read, not warned about; Fleet's CRD accepts only its two
+// spellings, so any other is an error with the file, the line and the value.
+func TestTargetCustomizationModeIsReadAndAnUnknownOneIsAnError(t *testing.T) {
+	for _, mode := range []string{"FirstMatch", "AllMatches"} {
+		b, err := loadOne(t, "fleet.yaml", "targetCustomizationMode: "+mode+"\ntargetCustomizations:\n- name: prod\n  clusterName: prod\n")
+		require.NoError(t, err, mode)
+		require.Empty(t, b.Warnings, mode)
+		require.Equal(t, mode, b.FleetYAML.TargetCustomizationMode)
+	}
+	for _, mode := range []string{"allMatches", "All"} {
+		_, err := loadOne(t, "fleet.yaml", "name: web\ntargetCustomizationMode: "+mode+"\n")
+		require.EqualError(t, err, `web/fleet.yaml: line 2: targetCustomizationMode: unknown mode "`+mode+`" (want FirstMatch or AllMatches)`)
+	}
+}
+
 func TestAKeyWrittenTwiceIsAnErrorWithItsLine(t *testing.T) {
 	for _, tc := range []struct{ yaml, want string }{
 		{"name: web\ndefaultNamespace: a\nname: api\n",

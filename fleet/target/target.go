@@ -1,9 +1,8 @@
-// Package target decides which clusters a GitRepo's bundles go to and which targetCustomization applies,
+// Package target decides which clusters a GitRepo's bundles go to and which targetCustomizations apply,
 // with Fleet's rules. It is pure: no I/O.
 package target
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 
@@ -45,25 +44,18 @@ func (c criteria) matches(ci fleet.ClusterInfo) bool {
 	if c.ClusterSelector != nil && !selectorMatches(c.ClusterSelector, ci.Labels) {
 		return false
 	}
-	if c.ClusterGroup != "" {
-		found := false
-		for _, g := range ci.Groups {
-			found = found || g == c.ClusterGroup
-		}
-		if !found {
-			return false
+	if c.ClusterGroup == "" && c.ClusterGroupSelector == nil {
+		return true
+	}
+	// Fleet weighs a cluster once per group it is in: clusterGroup and clusterGroupSelector must both hold
+	// for the same group, not one for a group named so and the other for a group labelled so.
+	for _, g := range ci.Groups {
+		if (c.ClusterGroup == "" || c.ClusterGroup == g) &&
+			(c.ClusterGroupSelector == nil || selectorMatches(c.ClusterGroupSelector, ci.GroupLabels[g])) {
+			return true
 		}
 	}
-	if c.ClusterGroupSelector != nil {
-		found := false
-		for _, g := range ci.Groups {
-			found = found || selectorMatches(c.ClusterGroupSelector, ci.GroupLabels[g])
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
+	return false
 }
 
 // Matches reports whether a cluster is targeted: the first matching target decides, and doNotDeploy
@@ -122,143 +114,3 @@ func GroupsOf(c fleet.Cluster, groups []fleet.ClusterGroup) ([]string, map[strin
 // user applies a ClusterGroup of that name, it holds every registered cluster, as Fleet's own "default"
 // group does, so a single-cluster quick start with no targets deploys.
 const DefaultGroup = "default"
-
-// Customize merges the first matching targetCustomization over the bundle's options (Fleet's merge:
-// scalars override when set, helm values deep-merge, overlays append, booleans OR, correctDrift replaces).
-// deploy is false when that customization says doNotDeploy.
-func Customize(fy fleet.FleetYAML, c fleet.ClusterInfo) (fleet.BundleDeploymentOptions, string, bool, error) {
-	base, err := deepCopy(fy.BundleDeploymentOptions)
-	if err != nil {
-		return base, "", false, err
-	}
-	for i, tc := range fy.TargetCustomizations {
-		if err := Validate([]fleet.GitTarget{{Name: tc.Name, ClusterSelector: tc.ClusterSelector, ClusterGroupSelector: tc.ClusterGroupSelector}}); err != nil {
-			return base, "", false, fmt.Errorf("targetCustomizations[%d]: %w", i, err)
-		}
-		if !(criteria{tc.ClusterName, tc.ClusterSelector, tc.ClusterGroup, tc.ClusterGroupSelector}).matches(c) {
-			continue
-		}
-		if tc.DoNotDeploy {
-			return base, tc.Name, false, nil
-		}
-		over, err := deepCopy(tc.BundleDeploymentOptions)
-		if err != nil {
-			return base, "", false, err
-		}
-		return merge(base, over), tc.Name, true, nil
-	}
-	return base, "", true, nil
-}
-
-func deepCopy(o fleet.BundleDeploymentOptions) (fleet.BundleDeploymentOptions, error) {
-	var out fleet.BundleDeploymentOptions
-	b, err := json.Marshal(o)
-	if err != nil {
-		return out, err
-	}
-	return out, json.Unmarshal(b, &out)
-}
-
-func or(a, b string) string {
-	if b != "" {
-		return b
-	}
-	return a
-}
-
-func merge(base, over fleet.BundleDeploymentOptions) fleet.BundleDeploymentOptions {
-	out := base
-	out.DefaultNamespace = or(base.DefaultNamespace, over.DefaultNamespace)
-	out.TargetNamespace = or(base.TargetNamespace, over.TargetNamespace)
-	out.ServiceAccount = or(base.ServiceAccount, over.ServiceAccount)
-	out.KeepResources = base.KeepResources || over.KeepResources
-	out.DeleteCRDResources = base.DeleteCRDResources || over.DeleteCRDResources
-	if over.ForceSyncGeneration != 0 {
-		out.ForceSyncGeneration = over.ForceSyncGeneration
-	}
-	if over.CorrectDrift != nil {
-		out.CorrectDrift = over.CorrectDrift
-	}
-	out.NamespaceLabels = mergeStrings(base.NamespaceLabels, over.NamespaceLabels)
-	out.NamespaceAnnotations = mergeStrings(base.NamespaceAnnotations, over.NamespaceAnnotations)
-	if over.Helm != nil {
-		if base.Helm == nil {
-			out.Helm = over.Helm
-		} else {
-			h := *base.Helm
-			o := over.Helm
-			h.Chart, h.Repo, h.Version, h.ReleaseName = or(h.Chart, o.Chart), or(h.Repo, o.Repo), or(h.Version, o.Version), or(h.ReleaseName, o.ReleaseName)
-			h.Values = MergeValues(h.Values, o.Values)
-			if len(o.ValuesFiles) > 0 {
-				h.ValuesFiles = append(append([]string(nil), h.ValuesFiles...), o.ValuesFiles...)
-			}
-			h.TemplateValues = mergeStrings(h.TemplateValues, o.TemplateValues)
-			if o.TimeoutSeconds > 0 {
-				h.TimeoutSeconds = o.TimeoutSeconds
-			}
-			if o.MaxHistory > 0 {
-				h.MaxHistory = o.MaxHistory
-			}
-			h.Force, h.TakeOwnership, h.Atomic = h.Force || o.Force, h.TakeOwnership || o.TakeOwnership, h.Atomic || o.Atomic
-			h.WaitForJobs, h.DisablePreProcess = h.WaitForJobs || o.WaitForJobs, h.DisablePreProcess || o.DisablePreProcess
-			h.SkipSchemaValidation = h.SkipSchemaValidation || o.SkipSchemaValidation
-			out.Helm = &h
-		}
-	}
-	if over.Kustomize != nil && over.Kustomize.Dir != "" {
-		out.Kustomize = over.Kustomize
-	}
-	if over.YAML != nil {
-		y := fleet.YAMLOptions{}
-		if base.YAML != nil {
-			y.Overlays = append(y.Overlays, base.YAML.Overlays...)
-		}
-		y.Overlays = append(y.Overlays, over.YAML.Overlays...)
-		out.YAML = &y
-	}
-	if over.Diff != nil {
-		d := fleet.DiffOptions{}
-		if base.Diff != nil {
-			d.ComparePatches = append(d.ComparePatches, base.Diff.ComparePatches...)
-		}
-		d.ComparePatches = append(d.ComparePatches, over.Diff.ComparePatches...)
-		out.Diff = &d
-	}
-	out.Ignore.Conditions = append(append([]map[string]string(nil), base.Ignore.Conditions...), over.Ignore.Conditions...)
-	return out
-}
-
-func mergeStrings(a, b map[string]string) map[string]string {
-	if len(a) == 0 && len(b) == 0 {
-		return a
-	}
-	out := map[string]string{}
-	for k, v := range a {
-		out[k] = v
-	}
-	for k, v := range b {
-		out[k] = v
-	}
-	return out
-}
-
-// MergeValues deep-merges b over a: maps merge key by key, anything else (lists included) is replaced.
-func MergeValues(a, b map[string]any) map[string]any {
-	if a == nil && b == nil {
-		return nil
-	}
-	out := make(map[string]any, len(a)+len(b))
-	for k, v := range a {
-		out[k] = v
-	}
-	for k, v := range b {
-		if bm, ok := v.(map[string]any); ok {
-			if am, ok := out[k].(map[string]any); ok {
-				out[k] = MergeValues(am, bm)
-				continue
-			}
-		}
-		out[k] = v
-	}
-	return out
-}

@@ -38,3 +38,21 @@ func TestNoTargetsMeansTheDefaultGroup(t *testing.T) {
 	require.False(t, Matches(nil, info(dev, own)), "and no longer dev")
 	require.False(t, Matches([]fleet.GitTarget{{ClusterName: "elsewhere"}}, info(dev, nil)), "explicit targets are not widened")
 }
+
+// As in Fleet, which builds every matcher before it matches: a customization that cannot be read fails the
+// bundle on every cluster, not only on those no earlier customization matches.
+func TestABrokenCustomizationSelectorFailsEveryCluster(t *testing.T) {
+	fy := fleet.FleetYAML{TargetCustomizations: []fleet.BundleTarget{
+		{Name: "all", ClusterSelector: &metav1.LabelSelector{}},
+		{Name: "broken", ClusterSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "env", Operator: "Near", Values: []string{"prod"}}}}},
+	}}
+	_, _, _, err := Customize(fy, info(cluster("prod", map[string]string{"env": "prod"}), nil))
+	require.EqualError(t, err, `targetCustomizations[1]: target broken: clusterSelector: "Near" is not a valid label selector operator`)
+}
+
+func TestAnUnknownTargetCustomizationModeIsAnErrorNamingIt(t *testing.T) {
+	fy := fleet.FleetYAML{TargetCustomizationMode: "EveryMatch"}
+	_, _, _, err := Customize(fy, info(cluster("prod", nil), nil))
+	require.EqualError(t, err, `targetCustomizationMode: unknown mode "EveryMatch" (want FirstMatch or AllMatches)`)
+}
