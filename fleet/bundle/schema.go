@@ -28,15 +28,13 @@ type key struct {
 
 // unsupported lists, by the Go type whose map they belong to, the keys of Fleet's fleet.yaml schema
 // (rancher/fleet schemas/fleet.yaml.json) that Flotilla does not act on yet. A key listed here is warned
-// about even when its field exists in package fleet: FleetYAML.Paused is parsed but nothing reads it.
-// Implementing one of them means removing it here.
+// about even when its field exists in package fleet. Implementing one of them means removing it here.
 var unsupported = map[reflect.Type]map[string]string{
 	reflect.TypeOf(fleet.FleetYAML{}): {
 		"dependsOn":       "",
 		"rolloutStrategy": "",
 		"imageScans":      "",
 		"targets":         "targetCustomizations does the same",
-		"paused":          "pause the GitRepo or the Cluster instead",
 	},
 	reflect.TypeOf(fleet.BundleDeploymentOptions{}): {
 		"createNamespace":     "",

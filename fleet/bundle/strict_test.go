@@ -73,7 +73,6 @@ targets:
 		"web/fleet.yaml: line 4: helm.valuesFrom is not supported yet and is ignored",
 		"web/fleet.yaml: line 6: rolloutStrategy is not supported yet and is ignored",
 		"web/fleet.yaml: line 8: dependsOn is not supported yet and is ignored",
-		"web/fleet.yaml: line 10: paused is not supported yet and is ignored; pause the GitRepo or the Cluster instead",
 		"web/fleet.yaml: line 14: targetCustomizations[0].downstreamResources is not supported yet and is ignored",
 		"web/fleet.yaml: line 17: targetCustomizations[0].helm.disableDNS is not supported yet and is ignored",
 		"web/fleet.yaml: line 18: targets is not supported yet and is ignored; targetCustomizations does the same",
