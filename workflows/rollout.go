@@ -273,14 +273,12 @@ func (r *rollout) clusterView(plan *api.Plan, pc api.PlannedCluster, commit stri
 	d := e.Delivered
 	switch {
 	case (paused || pc.Paused) && cs.Commit != commit:
-		if !api.Worse(cs.State, api.StateOutOfSync) {
-			cs.State = api.StateOutOfSync
-		}
+		cs.State = api.Staged(cs.State)
 		cs.Message = fmt.Sprintf("paused at commit %s; %s is waiting", api.ShortCommit(cs.Commit), api.ShortCommit(commit))
 	case d != nil && d.Generation > cs.Generation && cs.Reachable:
 		cs.State = api.StateWaitApplied
 		cs.Message = fmt.Sprintf("applying commit %s", api.ShortCommit(commit))
-	case cs.Commit != commit && cs.Reachable && !api.Worse(cs.State, api.StateOutOfSync):
+	case cs.Commit != commit && cs.Reachable && api.Staged(cs.State) == api.StateOutOfSync:
 		// Not delivered yet (the rollout window is full): what it runs is not what the GitRepo wants.
 		cs.State = api.StateOutOfSync
 		cs.Message = fmt.Sprintf("at commit %s; %s waits for the rollout window", api.ShortCommit(cs.Commit), api.ShortCommit(commit))

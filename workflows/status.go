@@ -149,6 +149,7 @@ func aggregate(st *api.GitRepoStatus) {
 	if st.Error != "" && api.Worse(api.StateErrApplied, st.State) {
 		st.State = api.StateErrApplied
 	}
+	// A held plan leaves every cluster on the plan before it: OutOfSync, unless a cluster ranks higher.
 	if st.Held != "" && api.Worse(api.StateOutOfSync, st.State) {
 		st.State = api.StateOutOfSync
 	}
@@ -162,7 +163,8 @@ func aggregate(st *api.GitRepoStatus) {
 	}
 	if nowhere := placedNowhere(st); len(nowhere) > 0 && st.Error == "" {
 		// Deploying nothing is never success: a Fleet user who left out targets, or whose selector
-		// matches no cluster, must see it rather than "Ready, 0/0".
+		// matches no cluster, must see it rather than "Ready, 0/0". NotReady is the floor; a cluster in a
+		// state that ranks higher shows through, and the message names the bundle either way.
 		if !api.Worse(st.State, api.StateNotReady) {
 			st.State = api.StateNotReady
 		}

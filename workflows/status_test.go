@@ -1,0 +1,112 @@
+package workflows
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/flotilla-gitops/flotilla/api"
+)
+
+func bundleIn(name, state, msg string) api.BundleStatus {
+	return api.BundleStatus{Name: name, State: state, Message: msg}
+}
+
+// A cluster shows the worst of its bundles by Fleet's rank: a modified object outranks a pod that is not
+// ready yet, so a cluster with both is Modified, and its message names the modified bundle first.
+func TestAClusterShowsItsWorstBundleByFleetsRank(t *testing.T) {
+	c := api.ClusterStatus{Name: "edge-1", Reachable: true, Bundles: []api.BundleStatus{
+		bundleIn("api", api.StateNotReady, "deployment web/api notReady: Available: 0/1"),
+		bundleIn("web", api.StateModified, "configmap web/cm modified"),
+		bundleIn("db", api.StateReady, ""),
+	}}
+	summarizeCluster(&c)
+	require.Equal(t, api.StateModified, c.State)
+	require.Equal(t, `bundle "web": configmap web/cm modified; bundle "api": deployment web/api notReady: Available: 0/1`, c.Message)
+}
+
+// A GitRepo shows the worst of its clusters by the same rank, and names them worst first.
+func TestAGitRepoShowsItsWorstClusterByFleetsRank(t *testing.T) {
+	cluster := func(name, state string) api.ClusterStatus {
+		return api.ClusterStatus{Name: name, State: state, Reachable: true, Bundles: []api.BundleStatus{bundleIn("web", state, "")}}
+	}
+	cases := []struct {
+		name     string
+		clusters []api.ClusterStatus
+		want     string
+	}{
+		{"modified outranks not ready", []api.ClusterStatus{cluster("a", api.StateNotReady), cluster("b", api.StateModified)}, api.StateModified},
+		{"out of sync outranks not ready", []api.ClusterStatus{cluster("a", api.StateNotReady), cluster("b", api.StateOutOfSync)}, api.StateOutOfSync},
+		{"pending outranks not ready", []api.ClusterStatus{cluster("a", api.StateNotReady), cluster("b", api.StatePending)}, api.StatePending},
+		{"waiting to be applied outranks modified", []api.ClusterStatus{cluster("a", api.StateModified), cluster("b", api.StateWaitApplied)}, api.StateWaitApplied},
+		{"not ready outranks only ready", []api.ClusterStatus{cluster("a", api.StateNotReady), cluster("b", api.StateReady)}, api.StateNotReady},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			st := api.GitRepoStatus{Commit: "abc", Bundles: []string{"web"}, Clusters: c.clusters}
+			aggregate(&st)
+			require.Equal(t, c.want, st.State)
+		})
+	}
+
+	st := api.GitRepoStatus{Commit: "abc", Bundles: []string{"web"}, Clusters: []api.ClusterStatus{
+		cluster("a", api.StateNotReady), cluster("b", api.StateModified)}}
+	aggregate(&st)
+	require.Equal(t, `0/2 clusters ready; cluster "b": Modified; cluster "a": NotReady`, st.Message)
+}
+
+// A held plan keeps the clusters on the plan before it: the GitRepo is OutOfSync unless a cluster is in a
+// state Fleet ranks higher. A cluster whose pods are not ready no longer hides that the plan is held.
+func TestAHeldPlanIsOutOfSyncUnlessAClusterRanksHigher(t *testing.T) {
+	held := func(clusterState string) api.GitRepoStatus {
+		st := api.GitRepoStatus{Commit: "abc", Bundles: []string{"web"}, Held: "the plan would uninstall every bundle",
+			Clusters: []api.ClusterStatus{{Name: "a", State: clusterState, Reachable: true,
+				Bundles: []api.BundleStatus{bundleIn("web", clusterState, "")}}}}
+		aggregate(&st)
+		return st
+	}
+	require.Equal(t, api.StateOutOfSync, held(api.StateReady).State)
+	require.Equal(t, api.StateOutOfSync, held(api.StateNotReady).State, "held outranks pods that are not ready")
+	require.Equal(t, api.StateModified, held(api.StateModified).State, "a modified cluster outranks the held plan")
+	require.Equal(t, api.StateErrApplied, held(api.StateErrApplied).State)
+	require.Contains(t, held(api.StateNotReady).Message, "the plan would uninstall every bundle")
+}
+
+// A bundle deployed nowhere is never Ready: the GitRepo is at least NotReady, and a cluster in a state
+// Fleet ranks higher shows through. The message names the bundle either way.
+func TestABundleDeployedNowhereNeverLeavesTheGitRepoReady(t *testing.T) {
+	nowhere := func(clusterState string) api.GitRepoStatus {
+		st := api.GitRepoStatus{Commit: "abc", Bundles: []string{"db", "web"}, Clusters: []api.ClusterStatus{
+			{Name: "a", State: clusterState, Reachable: true, Bundles: []api.BundleStatus{bundleIn("web", clusterState, "")}}}}
+		aggregate(&st)
+		return st
+	}
+	require.Equal(t, api.StateNotReady, nowhere(api.StateReady).State)
+	modified := nowhere(api.StateModified)
+	require.Equal(t, api.StateModified, modified.State, "a modified cluster outranks NotReady")
+	require.Contains(t, modified.Message, `bundle "db": no registered cluster matches its targets`)
+}
+
+// A cluster the rollout has not reached yet (its window is full) runs an older commit: it is OutOfSync,
+// unless what it runs failed, is being applied or is not ready, which Fleet judges first for one
+// deployment whatever their rank.
+func TestAClusterTheRolloutHasNotReachedIsOutOfSyncUnlessItsOwnStateComesFirst(t *testing.T) {
+	plan := planFor("a")
+	view := func(state string) api.ClusterStatus {
+		r := newRollout()
+		r.Clusters["a"] = &clusterEntry{Running: true, Delivered: &delivery{Generation: 1, Acked: true},
+			Status: &api.ClusterStatus{Name: "a", State: state, Commit: "c1", Reachable: true, Generation: 1,
+				Bundles: []api.BundleStatus{bundleIn("web", state, "")}}}
+		return r.clusterView(plan, plan.Clusters[0], "c2", false)
+	}
+	for state, want := range map[string]string{
+		api.StateReady:       api.StateOutOfSync,
+		api.StateModified:    api.StateOutOfSync,
+		api.StateNotReady:    api.StateNotReady,
+		api.StateWaitApplied: api.StateWaitApplied,
+		api.StateErrApplied:  api.StateErrApplied,
+	} {
+		require.Equal(t, want, view(state).State, "a cluster that was %s", state)
+	}
+	require.Equal(t, "at commit c1; c2 waits for the rollout window", view(api.StateReady).Message)
+}
