@@ -30,7 +30,20 @@ func bundleStatus(o api.BundleObservation, failure string) api.BundleStatus {
 	default:
 		s.State = api.StateReady
 	}
+	if s.State == api.StateWaitApplied || o.Release.Status.Pending() {
+		s.ResourceCounts = waitingCounts(s.ResourceCounts)
+	}
 	return s
+}
+
+// waitingCounts counts the objects of a bundle whose release is not applied yet as Fleet counts a
+// deployment in WaitApplied: every desired object is waitApplied, neither ready nor not, since what it
+// will be is not applied yet. The desired objects known are those of the revision being applied (a
+// pending one) or being replaced (one deployed from another deployment ID: the new revision's objects
+// exist only once Helm renders them at apply). Orphans are live and not desired, so they stay orphaned.
+// A release not installed yet has no objects to count: its desiredReady is unknown and reported as 0.
+func waitingCounts(c api.ResourceCounts) api.ResourceCounts {
+	return api.ResourceCounts{DesiredReady: c.DesiredReady, WaitApplied: c.DesiredReady, Orphaned: c.Orphaned}
 }
 
 // stuck says where a bundle that cannot move is held: what still runs (its commit, else its revision) and

@@ -110,3 +110,57 @@ func TestAClusterTheRolloutHasNotReachedIsOutOfSyncUnlessItsOwnStateComesFirst(t
 	}
 	require.Equal(t, "at commit c1; c2 waits for the rollout window", view(api.StateReady).Message)
 }
+
+// A bundle waiting for its release to be applied counts its desired objects as waitApplied, as Fleet does
+// for a deployment in WaitApplied: neither ready nor not, since what they will be is not applied yet.
+func TestABundleWaitingToBeAppliedCountsItsObjectsAsWaitApplied(t *testing.T) {
+	cases := []struct {
+		name      string
+		status    api.ReleaseStatus
+		id        string
+		counts    api.ResourceCounts
+		failure   string
+		wantState string
+		want      api.ResourceCounts
+	}{
+		{"a release not installed yet has no objects to count: desiredReady is unknown, reported as 0",
+			"", "", api.ResourceCounts{}, "", api.StateWaitApplied, api.ResourceCounts{}},
+		{"a pending install counts the objects of the revision being installed",
+			"pending-install", "s-new", api.ResourceCounts{DesiredReady: 3, Ready: 1, Missing: 2}, "",
+			api.StateWaitApplied, api.ResourceCounts{DesiredReady: 3, WaitApplied: 3}},
+		{"a pending upgrade keeps its orphans, which are live and not desired",
+			"pending-upgrade", "s-new", api.ResourceCounts{DesiredReady: 2, Ready: 1, NotReady: 1, Orphaned: 1}, "",
+			api.StateWaitApplied, api.ResourceCounts{DesiredReady: 2, WaitApplied: 2, Orphaned: 1}},
+		{"a release deployed from another deployment ID counts the objects it replaces",
+			"deployed", "s-old", api.ResourceCounts{DesiredReady: 3, Ready: 2, Modified: 1}, "",
+			api.StateWaitApplied, api.ResourceCounts{DesiredReady: 3, WaitApplied: 3}},
+		{"a release that failed to move on counts what runs as it is",
+			"deployed", "s-old", api.ResourceCounts{DesiredReady: 3, Ready: 3}, "helm: timed out",
+			api.StateErrApplied, api.ResourceCounts{DesiredReady: 3, Ready: 3}},
+		{"a release locked by an operation that failed waits all the same",
+			"pending-upgrade", "s-new", api.ResourceCounts{DesiredReady: 2, Ready: 2}, "another operation is in progress",
+			api.StateErrApplied, api.ResourceCounts{DesiredReady: 2, WaitApplied: 2}},
+		{"a release at its desired state counts by what its objects are",
+			"deployed", "s-new", api.ResourceCounts{DesiredReady: 3, Ready: 2, NotReady: 1}, "",
+			api.StateNotReady, api.ResourceCounts{DesiredReady: 3, Ready: 2, NotReady: 1}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			st := bundleStatus(obs(c.status, c.id, c.counts), c.failure)
+			require.Equal(t, c.wantState, st.State)
+			require.Equal(t, c.want, st.ResourceCounts)
+		})
+	}
+
+	// Cluster and GitRepo counts are the sums of their bundles'.
+	cl := api.ClusterStatus{Name: "a", Reachable: true, Bundles: []api.BundleStatus{
+		bundleStatus(obs("deployed", "s-old", api.ResourceCounts{DesiredReady: 3, Ready: 3}), ""),
+		bundleStatus(obs("deployed", "s-new", api.ResourceCounts{DesiredReady: 2, Ready: 2}), ""),
+	}}
+	cl.Bundles[1].Name = "db"
+	summarizeCluster(&cl)
+	require.Equal(t, api.ResourceCounts{DesiredReady: 5, Ready: 2, WaitApplied: 3}, cl.ResourceCounts)
+	gr := api.GitRepoStatus{Clusters: []api.ClusterStatus{cl}}
+	aggregate(&gr)
+	require.Equal(t, 3, gr.ResourceCounts.WaitApplied)
+}
