@@ -100,6 +100,48 @@ func sortBundles(bs []api.BundleStatus) {
 	})
 }
 
+// stage shows a cluster whose newer desired state waits (its GitRepo or itself is paused, or the rollout
+// window is full) as Fleet shows deployments whose newer one is staged: each bundle takes api.Staged of
+// its state, saying why first when that makes it OutOfSync, and the cluster takes the worst of its
+// bundles by rank (ErrApplied while unreachable, as summarizeCluster). The GitRepo knows commits, not
+// what each cluster renders from them, so every bundle of the cluster waits, even one the new commit
+// leaves as it is. The cluster's message leads with what decides its state: why, when it is OutOfSync.
+func stage(cs *api.ClusterStatus, why string) {
+	state := api.Staged(cs.State)
+	if len(cs.Bundles) > 0 {
+		state = api.StateReady
+	}
+	for i := range cs.Bundles {
+		b := &cs.Bundles[i]
+		if staged := api.Staged(b.State); staged != b.State {
+			b.State, b.Message = staged, joinNonEmpty(why, b.Message)
+		}
+		if api.Worse(b.State, state) {
+			state = b.State
+		}
+	}
+	if !cs.Reachable {
+		state = api.StateErrApplied
+	}
+	sortBundles(cs.Bundles)
+	if state == api.StateOutOfSync {
+		cs.Message = joinNonEmpty(why, cs.Message)
+	} else {
+		cs.Message = joinNonEmpty(cs.Message, why)
+	}
+	cs.State = state
+}
+
+func joinNonEmpty(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
+}
+
 // Messages of a GitRepo or bundle that is deployed nowhere.
 const (
 	MessageNoClusterMatches       = "no registered cluster matches the targets"

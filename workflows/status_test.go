@@ -109,6 +109,8 @@ func TestAClusterTheRolloutHasNotReachedIsOutOfSyncUnlessItsOwnStateComesFirst(t
 		require.Equal(t, want, view(state).State, "a cluster that was %s", state)
 	}
 	require.Equal(t, "at commit c1; c2 waits for the rollout window", view(api.StateReady).Message)
+	require.Equal(t, []api.BundleStatus{bundleIn("web", api.StateOutOfSync, "at commit c1; c2 waits for the rollout window")},
+		view(api.StateReady).Bundles, "its bundles say so too")
 }
 
 // A bundle waiting for its release to be applied counts its desired objects as waitApplied, as Fleet does
@@ -163,4 +165,62 @@ func TestABundleWaitingToBeAppliedCountsItsObjectsAsWaitApplied(t *testing.T) {
 	gr := api.GitRepoStatus{Clusters: []api.ClusterStatus{cl}}
 	aggregate(&gr)
 	require.Equal(t, 3, gr.ResourceCounts.WaitApplied)
+}
+
+// A paused GitRepo or cluster keeps what runs and shows, as Fleet does, every bundle OutOfSync with the
+// commit it waits at, unless what runs failed, is being applied or is not ready.
+func TestAPausedClustersBundlesAreOutOfSyncWithTheCommitTheyWaitAt(t *testing.T) {
+	plan := &api.Plan{Commit: "c2", Bundles: []api.BundleRef{{Name: "api"}, {Name: "db"}, {Name: "web"}},
+		Clusters: []api.PlannedCluster{{Name: "a", Bundles: []int{0, 1, 2}}, {Name: "b", Bundles: []int{0, 1, 2}, Paused: true}}}
+	reported := func(commit string, reachable bool) *clusterEntry {
+		c := api.ClusterStatus{Commit: commit, Reachable: reachable, Generation: 1, Bundles: []api.BundleStatus{
+			bundleIn("api", api.StateNotReady, "deployment app/api notReady: Available: 0/1"),
+			bundleIn("db", api.StateModified, "configmap app/db modified"),
+			bundleIn("web", api.StateReady, ""),
+		}}
+		summarizeCluster(&c)
+		return &clusterEntry{Running: true, Status: &c, Delivered: &delivery{Generation: 1, Acked: true}}
+	}
+	r := newRollout()
+	r.Clusters["a"], r.Clusters["b"] = reported("c1", true), reported("c1", true)
+	const why = "paused at commit c1; c2 is waiting"
+	for _, v := range []api.ClusterStatus{
+		r.clusterView(plan, plan.Clusters[0], "c2", true),  // the GitRepo is paused
+		r.clusterView(plan, plan.Clusters[1], "c2", false), // the cluster is paused
+	} {
+		require.Equal(t, api.StateOutOfSync, v.State)
+		require.Equal(t, why+`; bundle "db": configmap app/db modified; bundle "api": deployment app/api notReady: Available: 0/1`, v.Message)
+		require.Equal(t, []api.BundleStatus{
+			bundleIn("db", api.StateOutOfSync, why+"; configmap app/db modified"),
+			bundleIn("web", api.StateOutOfSync, why),
+			bundleIn("api", api.StateNotReady, "deployment app/api notReady: Available: 0/1"),
+		}, v.Bundles, "a bundle whose pods are not ready says so first, as Fleet judges one deployment")
+	}
+	require.Equal(t, api.StateModified, r.Clusters["a"].Status.State, "the report itself is left as it was")
+
+	st := api.GitRepoStatus{Commit: "c2", Paused: true, Bundles: []string{"api", "db", "web"},
+		Clusters: []api.ClusterStatus{r.clusterView(plan, plan.Clusters[0], "c2", true)}}
+	aggregate(&st)
+	require.Equal(t, api.StateOutOfSync, st.State)
+	require.Equal(t, api.Summary{DesiredReady: 3, OutOfSync: 2, NotReady: 1}, st.Summary)
+
+	// Paused at the commit the GitRepo wants: nothing waits.
+	r.Clusters["a"] = reported("c2", true)
+	require.Equal(t, api.StateModified, r.clusterView(plan, plan.Clusters[0], "c2", true).State)
+
+	// Paused and unreachable: the cluster is ErrApplied, and its message says both.
+	r.Clusters["a"] = reported("c1", false)
+	r.Clusters["a"].Status.Message = `cluster "a": connection refused`
+	summarizeCluster(r.Clusters["a"].Status)
+	unreached := r.clusterView(plan, plan.Clusters[0], "c2", true)
+	require.Equal(t, api.StateErrApplied, unreached.State)
+	require.Equal(t, `cluster "a": connection refused; `+why, unreached.Message)
+
+	// Paused before its workflow ever reported: nothing runs there, every bundle waits for the commit.
+	never := newRollout().clusterView(plan, plan.Clusters[1], "c2", false)
+	require.Equal(t, api.StateOutOfSync, never.State)
+	require.Equal(t, "paused; commit c2 is waiting", never.Message)
+	for _, b := range never.Bundles {
+		require.Equal(t, bundleIn(b.Name, api.StateOutOfSync, "paused; commit c2 is waiting"), b)
+	}
 }
