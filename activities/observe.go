@@ -60,10 +60,35 @@ func (a *Activities) observeBundle(ctx context.Context, h *clusterHandle, t api.
 		return o, nil
 	}
 	o.Release = releaseInfo(st)
-	if resources && st.Exists && st.Status == string(api.ReleaseDeployed) {
-		o.Resources = summarizeObjects(objs)
+	if !resources {
+		return o, nil
 	}
-	return o, nil
+	o.Resources, err = releaseObjects(st, objs, func() ([]agentclient.ObjectStatus, error) {
+		return h.client.CheckRelease(ctx, rel.Namespace, rel.Name, checkOptions(rel.Options))
+	})
+	return o, err
+}
+
+// releaseObjects summarizes the objects of a release's latest revision. Inspect checks them only when
+// that revision is deployed; a pending one (being installed, upgraded or rolled back, or left locked by
+// a worker that died) names the objects the bundle waits for, which status counts as waitApplied, so
+// they are read with readPending. A failed or uninstalling revision has none counted. Only a lost
+// cluster is an error: counts are not worth failing the check.
+func releaseObjects(st agentclient.ReleaseState, inspected []agentclient.ObjectStatus, readPending func() ([]agentclient.ObjectStatus, error)) (api.ResourceSummary, error) {
+	switch {
+	case st.Exists && st.Status == string(api.ReleaseDeployed):
+		return summarizeObjects(inspected), nil
+	case st.Pending():
+		objs, err := readPending()
+		if agentclient.IsUnreachable(err) {
+			return api.ResourceSummary{}, err
+		}
+		if err != nil {
+			return api.ResourceSummary{}, nil
+		}
+		return summarizeObjects(objs), nil
+	}
+	return api.ResourceSummary{}, nil
 }
 
 // observeStuck reads what still runs of a bundle that no longer renders: without a rendering there is no

@@ -13,20 +13,35 @@ const (
 	StatePending     = "Pending"
 )
 
-// stateRank orders states worst first: ErrApplied > WaitApplied > NotReady > OutOfSync > Modified > Ready.
-// Pending (not yet reached by the rollout) ranks just above Ready.
+// stateRank is Fleet's StateRank (its API types): the state a summary over bundles, clusters or a
+// GitRepo shows is the highest-ranked of its parts. Dashboards and alerts on FlotillaState are written
+// against this order, so it is Fleet's to the letter: a modified object outranks a rollout that has not
+// reached a cluster (OutOfSync, Pending), and both outrank objects that are not ready yet.
 var stateRank = map[string]int{
 	StateErrApplied:  7,
 	StateWaitApplied: 6,
-	StateNotReady:    5,
+	StateModified:    5,
 	StateOutOfSync:   4,
-	StateModified:    3,
-	StatePending:     2,
+	StatePending:     3,
+	StateNotReady:    2,
 	StateReady:       1,
 }
 
-// Worse reports whether state a is worse than b.
+// Worse reports whether state a ranks above b (see stateRank).
 func Worse(a, b string) bool { return stateRank[a] > stateRank[b] }
+
+// Staged is the state of one deployment whose newer desired state is staged but not handed over (its
+// GitRepo or cluster is paused, or the rollout has not reached it), given the state of what it runs.
+// Fleet judges one deployment in a fixed order, not by rank (summary.GetDeploymentState): ErrApplied,
+// WaitApplied, NotReady, then OutOfSync, before Modified and Ready. So what failed, is being applied or is
+// not ready yet keeps its state; anything else is OutOfSync.
+func Staged(state string) string {
+	switch state {
+	case StateErrApplied, StateWaitApplied, StateNotReady:
+		return state
+	}
+	return StateOutOfSync
+}
 
 // GitRepoStatus is what a GitRepo workflow's QueryStatus answers and `flotilla status -o json` prints.
 // JSON names are a contract.

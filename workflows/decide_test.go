@@ -47,11 +47,15 @@ func TestDecideAppliesOnlyWhatChanged(t *testing.T) {
 }
 
 func TestBundleStateFollowsFleetPrecedence(t *testing.T) {
-	require.True(t, api.Worse(api.StateErrApplied, api.StateWaitApplied))
-	require.True(t, api.Worse(api.StateWaitApplied, api.StateNotReady))
-	require.True(t, api.Worse(api.StateNotReady, api.StateOutOfSync))
-	require.True(t, api.Worse(api.StateOutOfSync, api.StateModified))
-	require.True(t, api.Worse(api.StateModified, api.StateReady))
+	// Fleet's StateRank, worst first: what dashboards and alerts on FlotillaState are written against.
+	fleetOrder := []string{api.StateErrApplied, api.StateWaitApplied, api.StateModified, api.StateOutOfSync,
+		api.StatePending, api.StateNotReady, api.StateReady}
+	for i, worse := range fleetOrder {
+		for _, better := range fleetOrder[i+1:] {
+			require.True(t, api.Worse(worse, better), "%s ranks above %s", worse, better)
+			require.False(t, api.Worse(better, worse), "%s ranks below %s", better, worse)
+		}
+	}
 
 	ready := bundleStatus(obs("deployed", "s-new", api.ResourceCounts{DesiredReady: 3, Ready: 3}), "")
 	require.Equal(t, api.StateReady, ready.State)

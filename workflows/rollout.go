@@ -255,7 +255,9 @@ func (r *rollout) restartMissing(plan *api.Plan, running []string) []string {
 }
 
 // clusterView is one planned cluster's status: its last report, judged against what the GitRepo wants
-// now, or Pending when it has not reported. It never shows a stale Ready.
+// now, or Pending when it has not reported. It never shows a stale Ready. A cluster that does not run the
+// wanted commit and is not being handed it (paused, or the rollout window is full) is staged, bundle by
+// bundle, as Fleet shows a deployment whose newer one waits.
 func (r *rollout) clusterView(plan *api.Plan, pc api.PlannedCluster, commit string, paused bool) api.ClusterStatus {
 	e := r.Clusters[pc.Name]
 	if e == nil || e.Status == nil {
@@ -264,7 +266,8 @@ func (r *rollout) clusterView(plan *api.Plan, pc api.PlannedCluster, commit stri
 			cs.Bundles = append(cs.Bundles, api.BundleStatus{Name: plan.Bundles[i].Name, State: api.StatePending})
 		}
 		if paused || pc.Paused {
-			cs.State, cs.Message = api.StateOutOfSync, "paused"
+			cs.Message = "" // nothing is handed over while paused, so no workflow is coming
+			stage(&cs, fmt.Sprintf("paused; commit %s is waiting", api.ShortCommit(commit)))
 		}
 		return cs
 	}
@@ -273,17 +276,13 @@ func (r *rollout) clusterView(plan *api.Plan, pc api.PlannedCluster, commit stri
 	d := e.Delivered
 	switch {
 	case (paused || pc.Paused) && cs.Commit != commit:
-		if !api.Worse(cs.State, api.StateOutOfSync) {
-			cs.State = api.StateOutOfSync
-		}
-		cs.Message = fmt.Sprintf("paused at commit %s; %s is waiting", api.ShortCommit(cs.Commit), api.ShortCommit(commit))
+		stage(&cs, fmt.Sprintf("paused at commit %s; %s is waiting", api.ShortCommit(cs.Commit), api.ShortCommit(commit)))
 	case d != nil && d.Generation > cs.Generation && cs.Reachable:
 		cs.State = api.StateWaitApplied
 		cs.Message = fmt.Sprintf("applying commit %s", api.ShortCommit(commit))
-	case cs.Commit != commit && cs.Reachable && !api.Worse(cs.State, api.StateOutOfSync):
+	case cs.Commit != commit && cs.Reachable:
 		// Not delivered yet (the rollout window is full): what it runs is not what the GitRepo wants.
-		cs.State = api.StateOutOfSync
-		cs.Message = fmt.Sprintf("at commit %s; %s waits for the rollout window", api.ShortCommit(cs.Commit), api.ShortCommit(commit))
+		stage(&cs, fmt.Sprintf("at commit %s; %s waits for the rollout window", api.ShortCommit(cs.Commit), api.ShortCommit(commit)))
 	}
 	return cs
 }

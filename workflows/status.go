@@ -32,7 +32,20 @@ func bundleStatus(o api.BundleObservation, failure string) api.BundleStatus {
 	default:
 		s.State = api.StateReady
 	}
+	if s.State == api.StateWaitApplied || o.Release.Status.Pending() {
+		s.ResourceCounts = waitingCounts(s.ResourceCounts)
+	}
 	return s
+}
+
+// waitingCounts counts the objects of a bundle whose release is not applied yet as Fleet counts a
+// deployment in WaitApplied: every desired object is waitApplied, neither ready nor not, since what it
+// will be is not applied yet. The desired objects known are those of the revision being applied (a
+// pending one) or being replaced (one deployed from another deployment ID: the new revision's objects
+// exist only once Helm renders them at apply). Orphans are live and not desired, so they stay orphaned.
+// A release not installed yet has no objects to count: its desiredReady is unknown and reported as 0.
+func waitingCounts(c api.ResourceCounts) api.ResourceCounts {
+	return api.ResourceCounts{DesiredReady: c.DesiredReady, WaitApplied: c.DesiredReady, Orphaned: c.Orphaned}
 }
 
 // stuck says where a bundle that cannot move is held: what still runs (its commit, else its revision) and
@@ -87,6 +100,48 @@ func sortBundles(bs []api.BundleStatus) {
 		}
 		return bs[i].Name < bs[j].Name
 	})
+}
+
+// stage shows a cluster whose newer desired state waits (its GitRepo or itself is paused, or the rollout
+// window is full) as Fleet shows deployments whose newer one is staged: each bundle takes api.Staged of
+// its state, saying why first when that makes it OutOfSync, and the cluster takes the worst of its
+// bundles by rank (ErrApplied while unreachable, as summarizeCluster). The GitRepo knows commits, not
+// what each cluster renders from them, so every bundle of the cluster waits, even one the new commit
+// leaves as it is. The cluster's message leads with what decides its state: why, when it is OutOfSync.
+func stage(cs *api.ClusterStatus, why string) {
+	state := api.Staged(cs.State)
+	if len(cs.Bundles) > 0 {
+		state = api.StateReady
+	}
+	for i := range cs.Bundles {
+		b := &cs.Bundles[i]
+		if staged := api.Staged(b.State); staged != b.State {
+			b.State, b.Message = staged, joinNonEmpty(why, b.Message)
+		}
+		if api.Worse(b.State, state) {
+			state = b.State
+		}
+	}
+	if !cs.Reachable {
+		state = api.StateErrApplied
+	}
+	sortBundles(cs.Bundles)
+	if state == api.StateOutOfSync {
+		cs.Message = joinNonEmpty(why, cs.Message)
+	} else {
+		cs.Message = joinNonEmpty(cs.Message, why)
+	}
+	cs.State = state
+}
+
+func joinNonEmpty(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
 }
 
 // Messages of a GitRepo or bundle that is deployed nowhere.
@@ -151,6 +206,7 @@ func aggregate(st *api.GitRepoStatus) {
 	if st.Error != "" && api.Worse(api.StateErrApplied, st.State) {
 		st.State = api.StateErrApplied
 	}
+	// A held plan leaves every cluster on the plan before it: OutOfSync, unless a cluster ranks higher.
 	if st.Held != "" && api.Worse(api.StateOutOfSync, st.State) {
 		st.State = api.StateOutOfSync
 	}
@@ -164,7 +220,8 @@ func aggregate(st *api.GitRepoStatus) {
 	}
 	if nowhere := placedNowhere(st); len(nowhere) > 0 && st.Error == "" {
 		// Deploying nothing is never success: a Fleet user who left out targets, or whose selector
-		// matches no cluster, must see it rather than "Ready, 0/0".
+		// matches no cluster, must see it rather than "Ready, 0/0". NotReady is the floor; a cluster in a
+		// state that ranks higher shows through, and the message names the bundle either way.
 		if !api.Worse(st.State, api.StateNotReady) {
 			st.State = api.StateNotReady
 		}
