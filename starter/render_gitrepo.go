@@ -135,7 +135,7 @@ func readGitRepo(g *globals, c client.Client, name string) (fleet.GitRepo, strin
 		}
 		return gr, "", inv, fmt.Errorf("gitrepo %q: %s", name, msg)
 	}
-	v, err = c.QueryWorkflow(ctx, api.InventoryWorkflowID, "", api.QueryInventory)
+	v, err = c.QueryWorkflow(ctx, api.InventoryWorkflowID(g.taskQueue), "", api.QueryInventory)
 	if err != nil {
 		return gr, "", inv, fmt.Errorf("reading the inventory: %w", err)
 	}

@@ -127,7 +127,7 @@ func newGetCmd(g *globals) *cobra.Command {
 			ctx, cancel := g.ctx()
 			defer cancel()
 			resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-				Query: api.RunningGitReposQuery,
+				Query: api.RunningGitReposQuery(g.taskQueue),
 			})
 			if err != nil {
 				return err

@@ -468,7 +468,7 @@ func (s *Stack) StartGitRepo(in workflows.GitRepoInput) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, err := s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: api.GitRepoWorkflowID(in.Metadata.Name), TaskQueue: api.TaskQueue,
+		ID: api.GitRepoWorkflowID(in.Metadata.Name), TaskQueue: api.DefaultTaskQueue,
 	}, api.GitRepoWorkflowType, in)
 	require.NoError(s.t, err)
 }
