@@ -153,6 +153,9 @@ func (g *globals) applyGitRepo(ctx context.Context, c client.Client, gr fleet.Gi
 	if err := workflows.ValidateGitRepo(gr); err != nil {
 		return "", err
 	}
+	if err := g.mayApplyGitRepo(ctx, c, gr.Metadata.Name); err != nil {
+		return "", err
+	}
 	_, err := c.SignalWithStartWorkflow(ctx, api.GitRepoWorkflowID(gr.Metadata.Name), api.SignalSpec, gr,
 		client.StartWorkflowOptions{
 			TaskQueue:     g.taskQueue,
