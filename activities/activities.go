@@ -34,7 +34,10 @@ type Activities struct {
 	Inventory InventoryReader
 	// Temporal lists cluster workflows (visibility); it may be nil in tests that do not call ListClusterWorkflows.
 	Temporal client.Client
-	Log      *zap.Logger
+	// TaskQueue is the queue this worker polls: the visibility queries see only the workflows on it, this
+	// installation's.
+	TaskQueue string
+	Log       *zap.Logger
 	// BundleConcurrency bounds parallel bundle work within one cluster (default 8).
 	BundleConcurrency int
 	// ChartCheck renders a chart's templates in a bounded child process before Helm renders them in this

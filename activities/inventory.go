@@ -18,15 +18,17 @@ type InventoryReader interface {
 	Read(ctx context.Context) (inventory.Inventory, error)
 }
 
-// TemporalInventory reads the inventory by querying InventoryWorkflow.
+// TemporalInventory reads the inventory by querying the InventoryWorkflow of the installation on
+// TaskQueue, the queue the worker polls.
 type TemporalInventory struct {
-	Client client.Client
+	Client    client.Client
+	TaskQueue string
 }
 
 // Read implements InventoryReader. No inventory workflow yet means no clusters were ever registered;
 // any other failure is an error, never an empty inventory.
 func (t TemporalInventory) Read(ctx context.Context) (inventory.Inventory, error) {
-	v, err := t.Client.QueryWorkflow(ctx, api.InventoryWorkflowID, "", api.QueryInventory)
+	v, err := t.Client.QueryWorkflow(ctx, api.InventoryWorkflowID(t.TaskQueue), "", api.QueryInventory)
 	if err != nil {
 		var nf *serviceerror.NotFound
 		if errors.As(err, &nf) {

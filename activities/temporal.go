@@ -13,10 +13,11 @@ import (
 	"github.com/flotilla-gitops/flotilla/api"
 )
 
-// ListClusterWorkflows lists the running cluster workflows of a GitRepo through Temporal's visibility.
+// ListClusterWorkflows lists the running cluster workflows of a GitRepo of this installation through
+// Temporal's visibility.
 func (a *Activities) ListClusterWorkflows(ctx context.Context, in api.ListClusterWorkflowsInput) (api.ListClusterWorkflowsResult, error) {
 	res := api.ListClusterWorkflowsResult{Clusters: []string{}}
-	err := a.eachWorkflow(ctx, api.RunningClusterWorkflowsQuery(in.GitRepo), func(e *workflowpb.WorkflowExecutionInfo) error {
+	err := a.eachWorkflow(ctx, api.RunningClusterWorkflowsQuery(a.TaskQueue, in.GitRepo), func(e *workflowpb.WorkflowExecutionInfo) error {
 		if p := e.GetSearchAttributes().GetIndexedFields()[api.SearchAttrCluster]; p != nil {
 			var name string
 			if err := converter.GetDefaultDataConverter().FromPayload(p, &name); err == nil {
@@ -29,11 +30,11 @@ func (a *Activities) ListClusterWorkflows(ctx context.Context, in api.ListCluste
 	return res, err
 }
 
-// NotifyGitRepos signals `sync` to every running GitRepo workflow, so a cluster added, changed or removed
+// NotifyGitRepos signals `sync` to every running GitRepo workflow of this installation, so a cluster added, changed or removed
 // is planned at once rather than at the next poll. A GitRepo that ends meanwhile is skipped.
 func (a *Activities) NotifyGitRepos(ctx context.Context, in api.NotifyGitReposInput) (api.NotifyGitReposResult, error) {
 	res := api.NotifyGitReposResult{}
-	err := a.eachWorkflow(ctx, api.RunningGitReposQuery, func(e *workflowpb.WorkflowExecutionInfo) error {
+	err := a.eachWorkflow(ctx, api.RunningGitReposQuery(a.TaskQueue), func(e *workflowpb.WorkflowExecutionInfo) error {
 		err := a.Temporal.SignalWorkflow(ctx, e.GetExecution().GetWorkflowId(), "", api.SignalSync, nil)
 		var nf *serviceerror.NotFound
 		if err != nil && !errors.As(err, &nf) {

@@ -57,31 +57,32 @@ func (v *visibility) SignalWorkflow(_ context.Context, id, _, signal string, _ a
 	return nil
 }
 
-// A GitRepo's cluster workflows are every page's, sorted, found by the GitRepo's search attribute.
+// A GitRepo's cluster workflows are every page's, sorted, found by the GitRepo's search attribute among
+// the workflows of this worker's installation (its task queue).
 func TestListClusterWorkflowsReadsEveryPage(t *testing.T) {
 	v := &visibility{pages: [][][2]string{
 		{{"gitrepo/shop/cluster/edge-2", "edge-2"}, {"gitrepo/shop/cluster/edge-3", "edge-3"}},
 		{{"gitrepo/shop/cluster/edge-1", "edge-1"}},
 	}}
-	res, err := (&Activities{Temporal: v}).ListClusterWorkflows(context.Background(), api.ListClusterWorkflowsInput{GitRepo: "shop"})
+	res, err := (&Activities{Temporal: v, TaskQueue: "flotilla-staging"}).ListClusterWorkflows(context.Background(), api.ListClusterWorkflowsInput{GitRepo: "shop"})
 	require.NoError(t, err)
 	require.Equal(t, []string{"edge-1", "edge-2", "edge-3"}, res.Clusters)
 	require.Equal(t, []string{
-		"WorkflowType = 'ClusterWorkflow' AND FlotillaGitRepo = 'shop' AND ExecutionStatus = 'Running'",
-		"WorkflowType = 'ClusterWorkflow' AND FlotillaGitRepo = 'shop' AND ExecutionStatus = 'Running'",
+		"WorkflowType = 'ClusterWorkflow' AND FlotillaGitRepo = 'shop' AND ExecutionStatus = 'Running' AND TaskQueue = 'flotilla-staging'",
+		"WorkflowType = 'ClusterWorkflow' AND FlotillaGitRepo = 'shop' AND ExecutionStatus = 'Running' AND TaskQueue = 'flotilla-staging'",
 	}, v.queries)
 }
 
-// An inventory change reaches every running GitRepo on every page; one that ended since it was listed is
-// counted and skipped, not an error that would sync the others again on retry.
+// An inventory change reaches every running GitRepo of the installation on every page; one that ended
+// since it was listed is counted and skipped, not an error that would sync the others again on retry.
 func TestNotifyGitReposSyncsEveryRunningGitRepo(t *testing.T) {
 	v := &visibility{
 		pages: [][][2]string{{{"gitrepo/shop", ""}, {"gitrepo/gone", ""}}, {{"gitrepo/infra", ""}}},
 		ended: map[string]bool{"gitrepo/gone": true},
 	}
-	res, err := (&Activities{Temporal: v}).NotifyGitRepos(context.Background(), api.NotifyGitReposInput{})
+	res, err := (&Activities{Temporal: v, TaskQueue: "flotilla-staging"}).NotifyGitRepos(context.Background(), api.NotifyGitReposInput{})
 	require.NoError(t, err)
 	require.Equal(t, 3, res.Notified)
 	require.Equal(t, []string{"gitrepo/shop sync", "gitrepo/infra sync"}, v.signals)
-	require.Equal(t, "WorkflowType = 'GitRepoWorkflow' AND ExecutionStatus = 'Running'", v.queries[0])
+	require.Equal(t, "WorkflowType = 'GitRepoWorkflow' AND ExecutionStatus = 'Running' AND TaskQueue = 'flotilla-staging'", v.queries[0])
 }

@@ -1,7 +1,11 @@
 package api
 
-// TaskQueue is the queue the worker polls. README, the CLI and `temporal workflow start` use it.
-const TaskQueue = "flotilla"
+import "fmt"
+
+// DefaultTaskQueue is the task queue of an installation that names none (--task-queue,
+// FLOTILLA_TASK_QUEUE). A task queue is what sets one Flotilla installation apart from another on a shared
+// Temporal namespace (ADR 13): its worker polls it, and everything its processes start runs on it.
+const DefaultTaskQueue = "flotilla"
 
 // Workflow types, as the worker registers them.
 const (
@@ -10,10 +14,33 @@ const (
 	InventoryWorkflowType = "InventoryWorkflow"
 )
 
-// InventoryWorkflowID is the one inventory workflow of a namespace.
-const InventoryWorkflowID = "flotilla/inventory"
+// CheckTaskQueue accepts a task queue name of letters, digits, '.', '_' and '-'. The name goes into workflow
+// IDs and, quoted, into visibility queries (RunningGitReposQuery), so a slash or a quote is refused rather
+// than escaped.
+func CheckTaskQueue(q string) error {
+	if q == "" {
+		return fmt.Errorf("task queue is empty")
+	}
+	for _, r := range q {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return fmt.Errorf("task queue %q: %q is not allowed (letters, digits, '.', '_' and '-' are)", q, string(r))
+		}
+	}
+	return nil
+}
 
-// GitRepoWorkflowID is the workflow ID of a GitRepo.
+// InventoryWorkflowID is the inventory workflow of the installation on taskQueue: flotilla/inventory for
+// the default queue, as before installations could share a namespace, and flotilla/inventory/<queue> for
+// any other, which no GitRepo's ID and no other installation's inventory can take.
+func InventoryWorkflowID(taskQueue string) string {
+	if taskQueue == DefaultTaskQueue {
+		return "flotilla/inventory"
+	}
+	return "flotilla/inventory/" + taskQueue
+}
+
+// GitRepoWorkflowID is the workflow ID of a GitRepo. It is the same in every installation: GitRepo names
+// are unique in a Temporal namespace, and the CLI refuses a name another installation runs (ADR 13).
 func GitRepoWorkflowID(name string) string { return "gitrepo/" + name }
 
 // ClusterWorkflowID is the workflow ID of a GitRepo's workflow on one cluster.

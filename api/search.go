@@ -25,13 +25,17 @@ var SearchAttributes = map[string]string{
 	SearchAttrHasError: "Bool",
 }
 
-// RunningGitReposQuery is the visibility query for every running GitRepo workflow: `flotilla get
-// gitrepos` lists them with it, the webhook looks among them for the GitRepos of a pushed repository, and
-// the NotifyGitRepos activity syncs each when the inventory changes.
-const RunningGitReposQuery = "WorkflowType = '" + GitRepoWorkflowType + "' AND ExecutionStatus = 'Running'"
+// RunningGitReposQuery is the visibility query for the running GitRepo workflows of the installation on
+// taskQueue (a name CheckTaskQueue accepts): `flotilla get gitrepos` lists them with it, the webhook looks
+// among them for the GitRepos of a pushed repository, and the NotifyGitRepos activity syncs each when the
+// inventory changes. TaskQueue is one of Temporal's own search attributes, on every visibility store.
+func RunningGitReposQuery(taskQueue string) string {
+	return "WorkflowType = '" + GitRepoWorkflowType + "' AND ExecutionStatus = 'Running' AND TaskQueue = '" + taskQueue + "'"
+}
 
-// RunningClusterWorkflowsQuery is the visibility query for the running cluster workflows of a GitRepo,
-// whose name is a DNS label and needs no quoting.
-func RunningClusterWorkflowsQuery(gitRepo string) string {
-	return "WorkflowType = '" + ClusterWorkflowType + "' AND " + SearchAttrGitRepo + " = '" + gitRepo + "' AND ExecutionStatus = 'Running'"
+// RunningClusterWorkflowsQuery is the visibility query for the running cluster workflows of a GitRepo of
+// the installation on taskQueue; the GitRepo's name is a DNS label and needs no quoting.
+func RunningClusterWorkflowsQuery(taskQueue, gitRepo string) string {
+	return "WorkflowType = '" + ClusterWorkflowType + "' AND " + SearchAttrGitRepo + " = '" + gitRepo +
+		"' AND ExecutionStatus = 'Running' AND TaskQueue = '" + taskQueue + "'"
 }

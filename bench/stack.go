@@ -200,7 +200,7 @@ func (e *env) startRun(ctx context.Context, name string, clusters []benchCluster
 			Spec:     fleet.ClusterSpec{KubeConfigPath: bc.Kubeconfig, ConfineToNamespace: bc.Namespace},
 		})
 	}
-	if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: api.InventoryWorkflowID, TaskQueue: api.TaskQueue},
+	if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: api.InventoryWorkflowID(api.DefaultTaskQueue), TaskQueue: api.DefaultTaskQueue},
 		workflows.InventoryWorkflow, workflows.InventoryInput{Inventory: &inv}); err != nil {
 		r.stop()
 		return nil, fmt.Errorf("starting the inventory with %d clusters: %w", len(clusters), err)
@@ -213,7 +213,7 @@ func (e *env) startRun(ctx context.Context, name string, clusters []benchCluster
 }
 
 func (r *run) startWorker(ctx context.Context) error {
-	w, err := devenv.StartWorker(devenv.WorkerOptions{Bin: r.e.cfg.BinDir, Address: r.temporal.Address(),
+	w, err := devenv.StartWorker(devenv.WorkerOptions{Bin: r.e.cfg.BinDir, Address: r.temporal.Address(), TaskQueue: api.DefaultTaskQueue,
 		CacheDir: filepath.Join(r.dir, "gitcache"), LogFile: filepath.Join(r.dir, "worker.log")})
 	if err != nil {
 		return err
@@ -235,7 +235,7 @@ func (r *run) startWorker(ctx context.Context) error {
 
 // polled reports whether a worker process of the current generation polls the task queue.
 func (r *run) polled(ctx context.Context, t enumspb.TaskQueueType) bool {
-	resp, err := r.client.DescribeTaskQueue(ctx, api.TaskQueue, t)
+	resp, err := r.client.DescribeTaskQueue(ctx, api.DefaultTaskQueue, t)
 	if err != nil {
 		return false
 	}
@@ -271,7 +271,7 @@ func (r *run) stop() {
 // startGitRepo starts a GitRepo workflow as `flotilla apply` would.
 func (r *run) startGitRepo(ctx context.Context, in workflows.GitRepoInput) error {
 	_, err := r.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: api.GitRepoWorkflowID(in.Metadata.Name), TaskQueue: api.TaskQueue,
+		ID: api.GitRepoWorkflowID(in.Metadata.Name), TaskQueue: api.DefaultTaskQueue,
 	}, api.GitRepoWorkflowType, in)
 	return err
 }

@@ -46,7 +46,7 @@ func newApplyCmd(g *globals) *cobra.Command {
 			defer c.Close()
 			for _, d := range docs {
 				ctx, cancel := g.ctx()
-				msg, err := applyDocument(ctx, c, d)
+				msg, err := g.applyDocument(ctx, c, d)
 				cancel()
 				if err != nil {
 					return fmt.Errorf("%s: %s %q: %w", file, d.kind, d.name, err)
@@ -126,15 +126,15 @@ func parseDocuments(file string, data []byte) ([]document, error) {
 	return docs, nil
 }
 
-func applyDocument(ctx context.Context, c client.Client, d document) (string, error) {
+func (g *globals) applyDocument(ctx context.Context, c client.Client, d document) (string, error) {
 	switch {
 	case d.gitRepo != nil:
-		return applyGitRepo(ctx, c, *d.gitRepo)
+		return g.applyGitRepo(ctx, c, *d.gitRepo)
 	case d.cluster != nil:
-		res, err := updateInventory(ctx, c, api.UpdateUpsertCluster, *d.cluster)
+		res, err := g.updateInventory(ctx, c, api.UpdateUpsertCluster, *d.cluster)
 		return changeMessage("cluster", d.name, res), err
 	default:
-		res, err := updateInventory(ctx, c, api.UpdateUpsertClusterGroup, *d.group)
+		res, err := g.updateInventory(ctx, c, api.UpdateUpsertClusterGroup, *d.group)
 		return changeMessage("clustergroup", d.name, res), err
 	}
 }
@@ -146,15 +146,19 @@ func changeMessage(kind, name string, res inventory.ChangeResult) string {
 	return fmt.Sprintf("%s/%s unchanged", kind, name)
 }
 
-// applyGitRepo starts the GitRepo's workflow, or hands a running one the new spec.
-func applyGitRepo(ctx context.Context, c client.Client, gr fleet.GitRepo) (string, error) {
+// applyGitRepo starts the GitRepo's workflow on this installation's task queue, or hands a running one
+// the new spec.
+func (g *globals) applyGitRepo(ctx context.Context, c client.Client, gr fleet.GitRepo) (string, error) {
 	gr.APIVersion, gr.Kind = fleet.APIVersion, fleet.KindGitRepo
 	if err := workflows.ValidateGitRepo(gr); err != nil {
 		return "", err
 	}
+	if err := g.mayApplyGitRepo(ctx, c, gr.Metadata.Name); err != nil {
+		return "", err
+	}
 	_, err := c.SignalWithStartWorkflow(ctx, api.GitRepoWorkflowID(gr.Metadata.Name), api.SignalSpec, gr,
 		client.StartWorkflowOptions{
-			TaskQueue:     api.TaskQueue,
+			TaskQueue:     g.taskQueue,
 			StaticSummary: "GitRepo " + gr.Metadata.Name + " from " + gr.Spec.Repo,
 		}, workflows.GitRepoWorkflow, workflows.GitRepoInput{GitRepo: gr})
 	if err != nil {
@@ -163,11 +167,11 @@ func applyGitRepo(ctx context.Context, c client.Client, gr fleet.GitRepo) (strin
 	return fmt.Sprintf("gitrepo/%s configured", gr.Metadata.Name), nil
 }
 
-// updateInventory runs a validated update on the inventory workflow, starting it if needed.
-func updateInventory(ctx context.Context, c client.Client, update string, arg any) (inventory.ChangeResult, error) {
+// updateInventory runs a validated update on this installation's inventory workflow, starting it if needed.
+func (g *globals) updateInventory(ctx context.Context, c client.Client, update string, arg any) (inventory.ChangeResult, error) {
 	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                       api.InventoryWorkflowID,
-		TaskQueue:                api.TaskQueue,
+		ID:                       api.InventoryWorkflowID(g.taskQueue),
+		TaskQueue:                g.taskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		StaticSummary:            "Flotilla cluster inventory",
 	}, workflows.InventoryWorkflow, workflows.InventoryInput{})
@@ -175,7 +179,7 @@ func updateInventory(ctx context.Context, c client.Client, update string, arg an
 		return inventory.ChangeResult{}, fmt.Errorf("starting the inventory: %w", err)
 	}
 	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID:   api.InventoryWorkflowID,
+		WorkflowID:   api.InventoryWorkflowID(g.taskQueue),
 		UpdateName:   update,
 		Args:         []any{arg},
 		WaitForStage: client.WorkflowUpdateStageCompleted,

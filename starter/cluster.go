@@ -88,7 +88,7 @@ func newClusterAddCmd(g *globals) *cobra.Command {
 			if replace {
 				update = api.UpdateUpsertCluster
 			}
-			res, err := updateInventory(ctx, cl, update, c)
+			res, err := g.updateInventory(ctx, cl, update, c)
 			if err != nil {
 				return err
 			}
@@ -118,7 +118,7 @@ func newClusterListCmd(g *globals) *cobra.Command {
 			defer cl.Close()
 			ctx, cancel := g.ctx()
 			defer cancel()
-			v, err := cl.QueryWorkflow(ctx, api.InventoryWorkflowID, "", api.QueryInventory)
+			v, err := cl.QueryWorkflow(ctx, api.InventoryWorkflowID(g.taskQueue), "", api.QueryInventory)
 			if err != nil {
 				return fmt.Errorf("reading the inventory: %w", err)
 			}
@@ -154,7 +154,7 @@ func newClusterRemoveCmd(g *globals) *cobra.Command {
 			defer cl.Close()
 			ctx, cancel := g.ctx()
 			defer cancel()
-			res, err := updateInventory(ctx, cl, api.UpdateRemoveCluster, inventory.RemoveInput{Name: args[0]})
+			res, err := g.updateInventory(ctx, cl, api.UpdateRemoveCluster, inventory.RemoveInput{Name: args[0]})
 			if err != nil {
 				return err
 			}

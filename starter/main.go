@@ -47,6 +47,9 @@ func main() {
 type globals struct {
 	address   string
 	namespace string
+	// taskQueue is the installation's: what this CLI starts runs on it, and it sees only the GitRepos and
+	// the inventory on it.
+	taskQueue string
 	output    string
 	timeout   time.Duration
 }
@@ -61,6 +64,14 @@ func newRoot() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&g.address, "address", envdefault.TemporalAddress(), "Temporal frontend host:port (env TEMPORAL_ADDRESS)")
 	root.PersistentFlags().StringVar(&g.namespace, "namespace", envdefault.TemporalNamespace(), "Temporal namespace (env TEMPORAL_NAMESPACE)")
+	root.PersistentFlags().StringVar(&g.taskQueue, "task-queue", envdefault.TaskQueue(),
+		"the installation's task queue, as its worker's --task-queue (env FLOTILLA_TASK_QUEUE)")
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		if err := api.CheckTaskQueue(g.taskQueue); err != nil {
+			return fmt.Errorf("--task-queue (or FLOTILLA_TASK_QUEUE): %w", err)
+		}
+		return nil
+	}
 	root.PersistentFlags().DurationVar(&g.timeout, "request-timeout", 30*time.Second, "timeout of each call to Temporal")
 	root.AddCommand(newApplyCmd(g), newClusterCmd(g), newGetCmd(g), newStatusCmd(g),
 		newSyncCmd(g),

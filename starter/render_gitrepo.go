@@ -117,6 +117,9 @@ func readGitRepo(g *globals, c client.Client, name string) (fleet.GitRepo, strin
 	var inv inventory.Inventory
 	ctx, cancel := g.ctx()
 	defer cancel()
+	if err := g.ownGitRepo(ctx, c, name); err != nil {
+		return gr, "", inv, err
+	}
 	v, err := c.QueryWorkflow(ctx, api.GitRepoWorkflowID(name), "", api.QuerySpec)
 	if err != nil {
 		return gr, "", inv, fmt.Errorf("gitrepo %q: reading its spec: %w", name, err)
@@ -135,7 +138,7 @@ func readGitRepo(g *globals, c client.Client, name string) (fleet.GitRepo, strin
 		}
 		return gr, "", inv, fmt.Errorf("gitrepo %q: %s", name, msg)
 	}
-	v, err = c.QueryWorkflow(ctx, api.InventoryWorkflowID, "", api.QueryInventory)
+	v, err = c.QueryWorkflow(ctx, api.InventoryWorkflowID(g.taskQueue), "", api.QueryInventory)
 	if err != nil {
 		return gr, "", inv, fmt.Errorf("reading the inventory: %w", err)
 	}

@@ -37,6 +37,12 @@ func newStatusCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer c.Close()
+			ctx, cancel := g.ctx()
+			err = g.ownGitRepo(ctx, c, args[0])
+			cancel()
+			if err != nil {
+				return err
+			}
 			out := cmd.OutOrStdout()
 			if !wait && !watch {
 				ctx, cancel := g.ctx()
@@ -127,7 +133,7 @@ func newGetCmd(g *globals) *cobra.Command {
 			ctx, cancel := g.ctx()
 			defer cancel()
 			resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-				Query: api.RunningGitReposQuery,
+				Query: api.RunningGitReposQuery(g.taskQueue),
 			})
 			if err != nil {
 				return err
@@ -191,6 +197,9 @@ func newSignalCmd(g *globals, verb, short string, sig signalKind) *cobra.Command
 			defer c.Close()
 			ctx, cancel := g.ctx()
 			defer cancel()
+			if err := g.ownGitRepo(ctx, c, args[0]); err != nil {
+				return err
+			}
 			if err := c.SignalWorkflow(ctx, api.GitRepoWorkflowID(args[0]), "", string(sig), nil); err != nil {
 				return fmt.Errorf("gitrepo %q: %w", args[0], err)
 			}

@@ -32,6 +32,9 @@ func newSyncCmd(g *globals) *cobra.Command {
 			defer c.Close()
 			ctx, cancel := g.ctx()
 			defer cancel()
+			if err := g.ownGitRepo(ctx, c, args[0]); err != nil {
+				return err
+			}
 			h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 				WorkflowID: api.GitRepoWorkflowID(args[0]), UpdateName: api.UpdateApproveRemoval,
 				Args: []any{api.ApproveRemovalInput{Commit: commit}}, WaitForStage: client.WorkflowUpdateStageCompleted,

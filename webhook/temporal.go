@@ -22,9 +22,11 @@ type TemporalClient interface {
 	SignalWorkflow(ctx context.Context, workflowID string, runID string, signalName string, arg any) error
 }
 
-// Temporal finds GitRepos through Temporal visibility and syncs them with the `sync` signal.
+// Temporal finds the GitRepos of the installation on TaskQueue through Temporal visibility and syncs them
+// with the `sync` signal. Another installation's GitRepos on the same namespace are not its to sync.
 type Temporal struct {
-	Client TemporalClient
+	Client    TemporalClient
+	TaskQueue string
 }
 
 const (
@@ -48,7 +50,7 @@ func (t Temporal) List(ctx context.Context, matches func(repo string) bool) ([]G
 	var token []byte
 	for {
 		resp, err := t.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-			Query: api.RunningGitReposQuery, NextPageToken: token, PageSize: 1000,
+			Query: api.RunningGitReposQuery(t.TaskQueue), NextPageToken: token, PageSize: 1000,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("listing running GitRepos: %w", err)

@@ -92,9 +92,10 @@ func TestTemporalListsRunningGitReposOfThePushedRepoWithTheirLiveBranch(t *testi
 		queryErr: map[string]error{"gitrepo/slow": context.DeadlineExceeded},
 	}
 	push := newRepoSet([]string{"https://github.com/org/apps.git"})
-	got, err := Temporal{Client: f}.List(context.Background(), push.matches)
+	got, err := Temporal{Client: f, TaskQueue: "flotilla"}.List(context.Background(), push.matches)
 	require.NoError(t, err)
-	require.Equal(t, "WorkflowType = 'GitRepoWorkflow' AND ExecutionStatus = 'Running'", f.queryStr)
+	require.Equal(t, "WorkflowType = 'GitRepoWorkflow' AND ExecutionStatus = 'Running' AND TaskQueue = 'flotilla'", f.queryStr,
+		"only this installation's GitRepos")
 	sort.Slice(got, func(i, j int) bool { return got[i].Name < got[j].Name })
 	require.Equal(t, []GitRepo{
 		{Name: "apps", Repo: "https://github.com/org/apps", Branch: "main"},

@@ -1,6 +1,6 @@
-// Command flotilla-worker runs Flotilla's workflows and activities on the `flotilla` task queue and, when
-// asked, serves git push webhooks (--webhook-listen) and Go's profiles (--pprof-listen). It also starts
-// itself in a hidden mode to render a chart within hard limits before Helm does (internal/chartcheck).
+// Command flotilla-worker runs Flotilla's workflows and activities on its installation's task queue
+// (--task-queue, default `flotilla`) and, when asked, serves git push webhooks (--webhook-listen) and Go's
+// profiles (--pprof-listen). It also starts itself in a hidden mode to render a chart within hard limits before Helm does (internal/chartcheck).
 package main
 
 import (
@@ -12,7 +12,6 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -27,7 +26,6 @@ import (
 	"github.com/flotilla-gitops/flotilla/agentclient"
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/internal/chartcheck"
-	"github.com/flotilla-gitops/flotilla/internal/envdefault"
 	"github.com/flotilla-gitops/flotilla/internal/gitcache"
 	"github.com/flotilla-gitops/flotilla/internal/searchattr"
 	"github.com/flotilla-gitops/flotilla/internal/workeropts"
@@ -48,40 +46,25 @@ func main() {
 }
 
 func run() error {
-	defaultCache := filepath.Join(os.TempDir(), "flotilla-git")
-	if d, err := os.UserCacheDir(); err == nil {
-		defaultCache = filepath.Join(d, "flotilla", "git")
+	cfg, err := parseFlags(flag.CommandLine, os.Args[1:])
+	if err != nil {
+		return err
 	}
-	address := flag.String("address", envdefault.TemporalAddress(), "Temporal frontend host:port (env TEMPORAL_ADDRESS)")
-	namespace := flag.String("namespace", envdefault.TemporalNamespace(), "Temporal namespace (env TEMPORAL_NAMESPACE)")
-	taskQueue := flag.String("task-queue", api.TaskQueue, "task queue to poll")
-	cacheDir := flag.String("cache-dir", envdefault.Or("FLOTILLA_CACHE_DIR", defaultCache), "where git checkouts are cached")
-	credsFile := flag.String("git-credentials", os.Getenv("FLOTILLA_GIT_CREDENTIALS"), "YAML file mapping clientSecretName to {username, password}")
-	logLevel := flag.String("log-level", "info", "debug, info, warn or error")
-	devLog := flag.Bool("dev-log", false, "human-readable logs instead of JSON")
-	maxActivities := flag.Int("max-concurrent-activities", workeropts.DefaultMaxConcurrentActivities, "activities run at once by this worker")
-	webhookListen := flag.String("webhook-listen", "", "serve git push webhooks on this host:port at "+webhook.Path+" (empty: off)")
-	pprofListen := flag.String("pprof-listen", os.Getenv("FLOTILLA_PPROF_LISTEN"), "serve Go's pprof profiles on this loopback host:port at /debug/pprof/ (env FLOTILLA_PPROF_LISTEN; empty: off)")
-	webhookSecret := flag.String("webhook-secret-file", os.Getenv("FLOTILLA_WEBHOOK_SECRET_FILE"), "file holding the webhook secret (env FLOTILLA_WEBHOOK_SECRET_FILE); required with --webhook-listen")
-	webhookMaxBody := flag.String("webhook-max-body", envdefault.Or("FLOTILLA_WEBHOOK_MAX_BODY", resource.NewQuantity(webhook.DefaultMaxBody, resource.BinarySI).String()),
-		"largest webhook payload read, e.g. 4Mi or 1M (env FLOTILLA_WEBHOOK_MAX_BODY); a larger delivery is refused with 413 and waits for the next poll")
-	flag.Parse()
-
-	log, err := zaplog.New(*logLevel, *devLog)
+	log, err := zaplog.New(cfg.logLevel, cfg.devLog)
 	if err != nil {
 		return err
 	}
 	defer log.Sync() //nolint:errcheck
 
-	c, err := client.Dial(client.Options{HostPort: *address, Namespace: *namespace, Logger: zaplog.NewAdapter(log.Named("temporal"))})
+	c, err := client.Dial(client.Options{HostPort: cfg.address, Namespace: cfg.namespace, Logger: zaplog.NewAdapter(log.Named("temporal"))})
 	if err != nil {
-		return fmt.Errorf("connecting to Temporal at %s: %w", *address, err)
+		return fmt.Errorf("connecting to Temporal at %s: %w", cfg.address, err)
 	}
 	defer c.Close()
 
-	cache := &gitcache.Cache{Dir: *cacheDir}
-	if *credsFile != "" {
-		creds, err := loadCredentials(*credsFile)
+	cache := &gitcache.Cache{Dir: cfg.cacheDir}
+	if cfg.credsFile != "" {
+		creds, err := loadCredentials(cfg.credsFile)
 		if err != nil {
 			return err
 		}
@@ -90,15 +73,15 @@ func run() error {
 	// Without Flotilla's search attributes every workflow task fails and nothing says why: check (and
 	// create where allowed) before polling, and stop with the commands to run otherwise.
 	sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	created, err := searchattr.Ensure(sctx, searchattr.Service{Client: c.OperatorService()}, *namespace, api.SearchAttributes)
+	created, err := searchattr.Ensure(sctx, searchattr.Service{Client: c.OperatorService()}, cfg.namespace, api.SearchAttributes)
 	cancel()
 	if err != nil {
 		return err
 	}
 	if len(created) > 0 {
-		log.Info("created search attributes", zap.String("namespace", *namespace), zap.Strings("names", created))
+		log.Info("created search attributes", zap.String("namespace", cfg.namespace), zap.Strings("names", created))
 	}
-	if err := ensureInventory(c); err != nil {
+	if err := ensureInventory(c, cfg.taskQueue); err != nil {
 		return err
 	}
 
@@ -106,9 +89,9 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("finding the worker's own binary, which renders charts within limits: %w", err)
 	}
-	inv := activities.TemporalInventory{Client: c}
+	inv := activities.TemporalInventory{Client: c, TaskQueue: cfg.taskQueue}
 
-	w := worker.New(c, *taskQueue, workeropts.Options(*maxActivities))
+	w := worker.New(c, cfg.taskQueue, workeropts.Options(cfg.maxActivities))
 	w.RegisterWorkflow(workflows.GitRepoWorkflow)
 	w.RegisterWorkflow(workflows.ClusterWorkflow)
 	w.RegisterWorkflow(workflows.InventoryWorkflow)
@@ -117,6 +100,7 @@ func run() error {
 		Clusters:   agentclient.NewPool(log.Named("agentclient")),
 		Inventory:  inv,
 		Temporal:   c,
+		TaskQueue:  cfg.taskQueue,
 		Log:        log.Named("activities"),
 		ChartCheck: chartcheck.New(self, inv),
 	}
@@ -124,14 +108,15 @@ func run() error {
 
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
-	log.Info("worker starting", zap.String("address", *address), zap.String("namespace", *namespace), zap.String("taskQueue", *taskQueue))
+	log.Info("worker starting", zap.String("address", cfg.address), zap.String("namespace", cfg.namespace), zap.String("taskQueue", cfg.taskQueue))
 	// The webhook comes up first so that a missing secret or a busy address stops the worker before it runs anything.
-	if *webhookListen != "" {
-		maxBody, err := resource.ParseQuantity(*webhookMaxBody)
+	if cfg.webhookListen != "" {
+		maxBody, err := resource.ParseQuantity(cfg.webhookMaxBody)
 		if err != nil || maxBody.Value() <= 0 {
-			return fmt.Errorf("--webhook-max-body %q: want a positive size such as 4Mi", *webhookMaxBody)
+			return fmt.Errorf("--webhook-max-body %q: want a positive size such as 4Mi", cfg.webhookMaxBody)
 		}
-		hook, err := webhook.Listen(*webhookListen, *webhookSecret, webhook.Limits{MaxBody: maxBody.Value()}, webhook.Temporal{Client: c}, log.Named("webhook"))
+		hook, err := webhook.Listen(cfg.webhookListen, cfg.webhookSecret, webhook.Limits{MaxBody: maxBody.Value()},
+			webhook.Temporal{Client: c, TaskQueue: cfg.taskQueue}, log.Named("webhook"))
 		if err != nil {
 			return err
 		}
@@ -141,8 +126,8 @@ func run() error {
 			_ = hook.Shutdown(ctx)
 		}()
 	}
-	if *pprofListen != "" {
-		srv, err := servePprof(*pprofListen)
+	if cfg.pprofListen != "" {
+		srv, err := servePprof(cfg.pprofListen)
 		if err != nil {
 			return err
 		}
@@ -157,11 +142,12 @@ func run() error {
 	return nil
 }
 
-// ensureInventory starts the inventory workflow if it is not running, so the Web UI shows it from the start.
-func ensureInventory(c client.Client) error {
+// ensureInventory starts this installation's inventory workflow if it is not running, so the Web UI shows
+// it from the start.
+func ensureInventory(c client.Client, taskQueue string) error {
 	_, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
-		ID:                       api.InventoryWorkflowID,
-		TaskQueue:                api.TaskQueue,
+		ID:                       api.InventoryWorkflowID(taskQueue),
+		TaskQueue:                taskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		StaticSummary:            "Flotilla cluster inventory",
 	}, workflows.InventoryWorkflow, workflows.InventoryInput{})

@@ -9,11 +9,12 @@ import (
 	"strings"
 )
 
-// CLI runs bin/flotilla against one Temporal address: `make up` with it, and the end-to-end tests
-// (tests/harness) through Exec.
+// CLI runs bin/flotilla against one Temporal address and one installation's task queue: `make up` with
+// it, and the end-to-end tests (tests/harness) through Exec. The queue (empty: api.DefaultTaskQueue) is
+// always on the command line, as in StartWorker.
 type CLI struct {
-	Bin, Address string
-	Out          io.Writer // where its output is copied as it runs, if anywhere
+	Bin, Address, TaskQueue string
+	Out                     io.Writer // where its output is copied as it runs, if anywhere
 }
 
 // CLIResult is what one run of the CLI printed and how it exited.
@@ -37,7 +38,7 @@ func (c CLI) Run(ctx context.Context, args ...string) error {
 // Exec runs the CLI and returns what it printed and its exit code. The error is for a CLI that could not
 // start or was stopped by ctx, never for one that exited with a failure: that is the caller's to judge.
 func (c CLI) Exec(ctx context.Context, args ...string) (CLIResult, error) {
-	cmd := exec.CommandContext(ctx, c.Bin, append([]string{"--address", c.Address}, args...)...)
+	cmd := exec.CommandContext(ctx, c.Bin, append([]string{"--address", c.Address, "--task-queue", orDefaultQueue(c.TaskQueue)}, args...)...)
 	var stdout, stderr strings.Builder
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr

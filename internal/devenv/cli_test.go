@@ -23,7 +23,7 @@ func TestExecReturnsWhatAFailingCommandPrintedAndItsExitCode(t *testing.T) {
 	cli := fakeCLI(t, `echo "$@"; echo "gitrepo shop: not ready" >&2; exit 3`)
 	res, err := cli.Exec(context.Background(), "status", "shop", "--wait")
 	require.NoError(t, err)
-	require.Equal(t, CLIResult{Stdout: "--address 127.0.0.1:7233 status shop --wait\n", Stderr: "gitrepo shop: not ready\n", ExitCode: 3}, res)
+	require.Equal(t, CLIResult{Stdout: "--address 127.0.0.1:7233 --task-queue flotilla status shop --wait\n", Stderr: "gitrepo shop: not ready\n", ExitCode: 3}, res)
 
 	err = cli.Run(context.Background(), "status", "shop")
 	require.EqualError(t, err, "flotilla status shop: exit status 3: gitrepo shop: not ready")
@@ -36,4 +36,14 @@ func TestExecReportsACommandStoppedByItsContext(t *testing.T) {
 	defer cancel()
 	_, err := cli.Exec(ctx, "status", "shop", "--wait")
 	require.ErrorIs(t, err, context.DeadlineExceeded)
+}
+
+// Every command names its installation's task queue, so a FLOTILLA_TASK_QUEUE in the shell that runs the
+// tests or `make up` cannot send it to another installation.
+func TestExecNamesTheInstallationsTaskQueue(t *testing.T) {
+	cli := fakeCLI(t, `echo "$@"`)
+	cli.TaskQueue = "flotilla-b"
+	res, err := cli.Exec(context.Background(), "get", "gitrepos")
+	require.NoError(t, err)
+	require.Equal(t, "--address 127.0.0.1:7233 --task-queue flotilla-b get gitrepos\n", res.Stdout)
 }

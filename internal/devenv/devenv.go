@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/flotilla-gitops/flotilla/api"
+	"github.com/flotilla-gitops/flotilla/internal/envdefault"
 	"github.com/flotilla-gitops/flotilla/internal/localk8s"
 	"github.com/flotilla-gitops/flotilla/internal/proc"
 	"github.com/flotilla-gitops/flotilla/internal/tempdev"
@@ -26,7 +27,10 @@ type Options struct {
 	TemporalPort int
 	UIPort       int
 	Clusters     []string
-	Out          io.Writer
+	// TaskQueue is the installation's (default FLOTILLA_TASK_QUEUE, as bin/flotilla reads it, so the
+	// commands `make up` prints reach the stack it started).
+	TaskQueue string
+	Out       io.Writer
 }
 
 func (o *Options) defaults() {
@@ -35,6 +39,9 @@ func (o *Options) defaults() {
 	}
 	if o.UIPort == 0 {
 		o.UIPort = 8233
+	}
+	if o.TaskQueue == "" {
+		o.TaskQueue = envdefault.TaskQueue()
 	}
 	if len(o.Clusters) == 0 {
 		o.Clusters = []string{"dev", "test", "prod"}
@@ -97,12 +104,12 @@ func Up(ctx context.Context, o Options) error {
 		return err
 	}
 	o.say("example repository file://%s at %s", repoDir, api.ShortCommit(commit))
-	_, err = StartWorker(WorkerOptions{Bin: bin, Address: tmp.Address(), CacheDir: filepath.Join(o.Dir, "cache"),
+	_, err = StartWorker(WorkerOptions{Bin: bin, Address: tmp.Address(), TaskQueue: o.TaskQueue, CacheDir: filepath.Join(o.Dir, "cache"),
 		LogFile: filepath.Join(logs, "worker.log"), PIDFile: filepath.Join(pids, "worker.pid"), Detached: true})
 	if err != nil {
 		return err
 	}
-	cli := CLI{Bin: filepath.Join(bin, "flotilla"), Address: tmp.Address(), Out: o.Out}
+	cli := CLI{Bin: filepath.Join(bin, "flotilla"), Address: tmp.Address(), TaskQueue: o.TaskQueue, Out: o.Out}
 	for _, name := range o.Clusters {
 		if err := cli.Run(ctx, "cluster", "add", name, "--replace", "--kubeconfig", k8s.Kubeconfig(name), "--label", "env="+name,
 			"--values", filepath.Join(o.Root, "examples", "clusters", name+".yaml")); err != nil {
@@ -175,16 +182,27 @@ func running(dir string) bool {
 // WorkerOptions start a flotilla-worker process.
 type WorkerOptions struct {
 	Bin, Address, Namespace, CacheDir, LogFile, PIDFile string
-	ExtraArgs                                           []string
-	Detached                                            bool
+	// TaskQueue is the installation's; empty is api.DefaultTaskQueue.
+	TaskQueue string
+	ExtraArgs []string
+	Detached  bool
 }
 
-// StartWorker starts bin/flotilla-worker as its own process.
+// StartWorker starts bin/flotilla-worker as its own process. The task queue is always on its command line,
+// so a FLOTILLA_TASK_QUEUE in the caller's environment never splits a stack whose workflows are started
+// on another queue.
 func StartWorker(o WorkerOptions) (*proc.Process, error) {
-	args := []string{"--address", o.Address, "--cache-dir", o.CacheDir, "--dev-log"}
+	args := []string{"--address", o.Address, "--task-queue", orDefaultQueue(o.TaskQueue), "--cache-dir", o.CacheDir, "--dev-log"}
 	if o.Namespace != "" {
 		args = append(args, "--namespace", o.Namespace)
 	}
 	return proc.Start(proc.Spec{Name: "flotilla-worker", Path: filepath.Join(o.Bin, "flotilla-worker"),
 		Args: append(args, o.ExtraArgs...), LogFile: o.LogFile, PIDFile: o.PIDFile, Detached: o.Detached})
+}
+
+func orDefaultQueue(q string) string {
+	if q == "" {
+		return api.DefaultTaskQueue
+	}
+	return q
 }

@@ -3,7 +3,11 @@
 // built-in default. The flag, given, still wins over both.
 package envdefault
 
-import "os"
+import (
+	"os"
+
+	"github.com/flotilla-gitops/flotilla/api"
+)
 
 // Or is the value of the environment variable key when it is set and not empty, fallback otherwise.
 func Or(key, fallback string) string {
@@ -20,3 +24,7 @@ func TemporalAddress() string { return Or("TEMPORAL_ADDRESS", "127.0.0.1:7233") 
 // TemporalNamespace is the default of --namespace in the worker and the CLI: TEMPORAL_NAMESPACE, which
 // the Temporal CLI reads too, or Temporal's "default".
 func TemporalNamespace() string { return Or("TEMPORAL_NAMESPACE", "default") }
+
+// TaskQueue is the default of --task-queue in every binary: FLOTILLA_TASK_QUEUE, or api.DefaultTaskQueue.
+// The worker, the CLI and the webhook of one installation must agree on it, so all read the same variable.
+func TaskQueue() string { return Or("FLOTILLA_TASK_QUEUE", api.DefaultTaskQueue) }

@@ -18,4 +18,9 @@ func TestAVariableSetAndNotEmptyOverridesTheDefault(t *testing.T) {
 	require.Equal(t, "prod", TemporalNamespace())
 	t.Setenv("TEMPORAL_NAMESPACE", "")
 	require.Equal(t, "default", TemporalNamespace())
+
+	t.Setenv("FLOTILLA_TASK_QUEUE", "flotilla-staging")
+	require.Equal(t, "flotilla-staging", TaskQueue())
+	t.Setenv("FLOTILLA_TASK_QUEUE", "")
+	require.Equal(t, "flotilla", TaskQueue())
 }

@@ -146,14 +146,19 @@ func (s *Stack) KillWorker() {
 	s.Worker = nil
 }
 
-// RunCLI runs bin/flotilla against the Temporal server at address and returns what it printed and its
-// exit code. It is the one way tests run the CLI: the test fails only when the CLI could not start or did
-// not end within a minute; whether its exit code is right is for the test to say.
+// RunCLI runs bin/flotilla against the Temporal server at address, on the default task queue, and returns
+// what it printed and its exit code. It is the one way tests run the CLI: the test fails only when the CLI
+// could not start or did not end within a minute; whether its exit code is right is for the test to say.
 func RunCLI(t *testing.T, address string, args ...string) devenv.CLIResult {
+	t.Helper()
+	return runCLI(t, devenv.CLI{Bin: filepath.Join(BinDir(), "flotilla"), Address: address}, args...)
+}
+
+func runCLI(t *testing.T, cli devenv.CLI, args ...string) devenv.CLIResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	res, err := devenv.CLI{Bin: filepath.Join(BinDir(), "flotilla"), Address: address}.Exec(ctx, args...)
+	res, err := cli.Exec(ctx, args...)
 	require.NoError(t, err, "flotilla %s", strings.Join(args, " "))
 	return res
 }
@@ -161,15 +166,24 @@ func RunCLI(t *testing.T, address string, args ...string) devenv.CLIResult {
 // CLI runs bin/flotilla against the stack, for a command whose failure the test examines.
 func (s *Stack) CLI(args ...string) devenv.CLIResult {
 	s.t.Helper()
-	return RunCLI(s.t, s.Temporal.Address(), args...)
+	return s.Installation().CLI(args...)
 }
 
 // CLIRun runs bin/flotilla against the stack, fails the test unless it succeeds, and returns its stdout.
 func (s *Stack) CLIRun(args ...string) string {
 	s.t.Helper()
-	res := s.CLI(args...)
-	require.Equal(s.t, 0, res.ExitCode, "flotilla %s: exit code %d: %s", strings.Join(args, " "), res.ExitCode, strings.TrimSpace(res.Stderr))
-	return res.Stdout
+	return s.Installation().CLIRun(args...)
+}
+
+// ApplyFile writes a YAML document to a file for `flotilla apply -f`.
+func (s *Stack) ApplyFile(doc string) string {
+	s.t.Helper()
+	f, err := os.CreateTemp(s.Dir, "apply-*.yaml")
+	require.NoError(s.t, err)
+	_, err = f.WriteString(doc)
+	require.NoError(s.t, err)
+	require.NoError(s.t, f.Close())
+	return f.Name()
 }
 
 // AddCluster registers a cluster with labels and templateValues through the CLI, replacing the settings
@@ -193,12 +207,7 @@ func (s *Stack) AddCluster(name, backing string, labels map[string]string, value
 // Apply applies a YAML document through the CLI.
 func (s *Stack) Apply(doc string) {
 	s.t.Helper()
-	f, err := os.CreateTemp(s.Dir, "apply-*.yaml")
-	require.NoError(s.t, err)
-	_, err = f.WriteString(doc)
-	require.NoError(s.t, err)
-	require.NoError(s.t, f.Close())
-	s.CLIRun("apply", "-f", f.Name())
+	s.CLIRun("apply", "-f", s.ApplyFile(doc))
 }
 
 // Status queries a GitRepo's status.
@@ -468,7 +477,7 @@ func (s *Stack) StartGitRepo(in workflows.GitRepoInput) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, err := s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: api.GitRepoWorkflowID(in.Metadata.Name), TaskQueue: api.TaskQueue,
+		ID: api.GitRepoWorkflowID(in.Metadata.Name), TaskQueue: api.DefaultTaskQueue,
 	}, api.GitRepoWorkflowType, in)
 	require.NoError(s.t, err)
 }

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/flotilla-gitops/flotilla/api"
+	"github.com/flotilla-gitops/flotilla/internal/envdefault"
+	"github.com/flotilla-gitops/flotilla/internal/workeropts"
+	"github.com/flotilla-gitops/flotilla/webhook"
+)
+
+// config is the worker's command line, each flag defaulting to its environment variable where it has one.
+type config struct {
+	address, namespace, taskQueue string
+	cacheDir, credsFile           string
+	logLevel                      string
+	devLog                        bool
+	maxActivities                 int
+	webhookListen, webhookSecret  string
+	webhookMaxBody                string
+	pprofListen                   string
+}
+
+// parseFlags reads the worker's flags from args into a config; main passes flag.CommandLine, which exits
+// on a malformed flag, tests a set of their own.
+func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
+	defaultCache := filepath.Join(os.TempDir(), "flotilla-git")
+	if d, err := os.UserCacheDir(); err == nil {
+		defaultCache = filepath.Join(d, "flotilla", "git")
+	}
+	var c config
+	fs.StringVar(&c.address, "address", envdefault.TemporalAddress(), "Temporal frontend host:port (env TEMPORAL_ADDRESS)")
+	fs.StringVar(&c.namespace, "namespace", envdefault.TemporalNamespace(), "Temporal namespace (env TEMPORAL_NAMESPACE)")
+	fs.StringVar(&c.taskQueue, "task-queue", envdefault.TaskQueue(),
+		"task queue to poll, which sets this installation apart from others on the namespace (env FLOTILLA_TASK_QUEUE); the CLI takes the same")
+	fs.StringVar(&c.cacheDir, "cache-dir", envdefault.Or("FLOTILLA_CACHE_DIR", defaultCache), "where git checkouts are cached")
+	fs.StringVar(&c.credsFile, "git-credentials", os.Getenv("FLOTILLA_GIT_CREDENTIALS"), "YAML file mapping clientSecretName to {username, password}")
+	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.BoolVar(&c.devLog, "dev-log", false, "human-readable logs instead of JSON")
+	fs.IntVar(&c.maxActivities, "max-concurrent-activities", workeropts.DefaultMaxConcurrentActivities, "activities run at once by this worker")
+	fs.StringVar(&c.webhookListen, "webhook-listen", "", "serve git push webhooks on this host:port at "+webhook.Path+" (empty: off)")
+	fs.StringVar(&c.pprofListen, "pprof-listen", os.Getenv("FLOTILLA_PPROF_LISTEN"), "serve Go's pprof profiles on this loopback host:port at /debug/pprof/ (env FLOTILLA_PPROF_LISTEN; empty: off)")
+	fs.StringVar(&c.webhookSecret, "webhook-secret-file", os.Getenv("FLOTILLA_WEBHOOK_SECRET_FILE"), "file holding the webhook secret (env FLOTILLA_WEBHOOK_SECRET_FILE); required with --webhook-listen")
+	fs.StringVar(&c.webhookMaxBody, "webhook-max-body", envdefault.Or("FLOTILLA_WEBHOOK_MAX_BODY", resource.NewQuantity(webhook.DefaultMaxBody, resource.BinarySI).String()),
+		"largest webhook payload read, e.g. 4Mi or 1M (env FLOTILLA_WEBHOOK_MAX_BODY); a larger delivery is refused with 413 and waits for the next poll")
+	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	if err := api.CheckTaskQueue(c.taskQueue); err != nil {
+		return config{}, fmt.Errorf("--task-queue (or FLOTILLA_TASK_QUEUE): %w", err)
+	}
+	return c, nil
+}

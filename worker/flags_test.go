@@ -1,0 +1,46 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func parse(t *testing.T, args ...string) (config, error) {
+	t.Helper()
+	fs := flag.NewFlagSet("flotilla-worker", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return parseFlags(fs, args)
+}
+
+// One installation's worker polls the queue its operator named, on the command line or in the
+// environment the CLI reads too; with neither it is Flotilla's own queue.
+func TestTheWorkerPollsTheTaskQueueOfItsFlagOrEnvironment(t *testing.T) {
+	t.Setenv("FLOTILLA_TASK_QUEUE", "")
+	c, err := parse(t)
+	require.NoError(t, err)
+	require.Equal(t, "flotilla", c.taskQueue)
+
+	t.Setenv("FLOTILLA_TASK_QUEUE", "flotilla-staging")
+	c, err = parse(t)
+	require.NoError(t, err)
+	require.Equal(t, "flotilla-staging", c.taskQueue)
+
+	c, err = parse(t, "--task-queue", "flotilla-prod")
+	require.NoError(t, err)
+	require.Equal(t, "flotilla-prod", c.taskQueue, "the flag wins over the environment")
+}
+
+// A queue name ends up in workflow IDs and visibility queries: one that would break either stops the
+// worker before it connects, naming where the name came from.
+func TestTheWorkerRefusesATaskQueueNameThatWouldBreakIDsOrQueries(t *testing.T) {
+	t.Setenv("FLOTILLA_TASK_QUEUE", "")
+	_, err := parse(t, "--task-queue", "team/a")
+	require.EqualError(t, err, `--task-queue (or FLOTILLA_TASK_QUEUE): task queue "team/a": "/" is not allowed (letters, digits, '.', '_' and '-' are)`)
+
+	t.Setenv("FLOTILLA_TASK_QUEUE", "x' OR 'y")
+	_, err = parse(t)
+	require.ErrorContains(t, err, `task queue "x' OR 'y": "'" is not allowed`)
+}
