@@ -68,17 +68,18 @@ var releaseName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9](
 func ForCluster(in Input) (*Release, error) {
 	b := in.Bundle
 	fail := func(err error) (*Release, error) { return nil, fmt.Errorf("bundle %q: %w", b.Name, err) }
-	opts, custom, deploy, err := target.Customize(b.FleetYAML, in.Cluster)
+	custom, err := target.Customize(b.FleetYAML, in.Cluster)
 	if err != nil {
 		return fail(fmt.Errorf("%s: %w", fleetFile(b), err))
 	}
+	opts, deploy := custom.Options, custom.Deploy
 	if in.KeepResources {
 		opts.KeepResources = true
 	}
 	if opts.CorrectDrift == nil {
 		opts.CorrectDrift = in.CorrectDrift
 	}
-	rel := &Release{Bundle: b.Name, Options: opts, Customization: custom, Deploy: deploy,
+	rel := &Release{Bundle: b.Name, Options: opts, Customization: custom.Name, Deploy: deploy,
 		Paused: b.FleetYAML.Paused, SyncGeneration: in.ForceSyncGeneration}
 	rel.Name = names.HelmReleaseName(b.Name)
 	if opts.Helm != nil && opts.Helm.ReleaseName != "" {
@@ -108,7 +109,7 @@ func ForCluster(in Input) (*Release, error) {
 	if opts.Helm != nil && opts.Helm.Repo != "" {
 		return fail(fmt.Errorf("%s: helm.repo %q: remote charts are not supported yet; vendor the chart into the repository", fleetFile(b), opts.Helm.Repo))
 	}
-	if rel.Values, err = tmpl.Values(in.RepoRoot, b.Path, opts.Helm, in.Cluster); err != nil {
+	if rel.Values, err = tmpl.LayeredValues(in.RepoRoot, b.Path, custom.ValuesLevels, opts.Helm, in.Cluster); err != nil {
 		return fail(err)
 	}
 	chartDir := ""

@@ -391,11 +391,11 @@ func deliver(t *testing.T, targetsYAML, fleetYAML string) map[string]outcome {
 		if len(plan.For(bundles, ci)) == 0 {
 			continue
 		}
-		opts, name, deploy, err := target.Customize(bundles[0].Bundle.FleetYAML, ci)
+		res, err := target.Customize(bundles[0].Bundle.FleetYAML, ci)
 		require.NoError(t, err, "cluster %q", ci.Name)
-		js, err := json.Marshal(opts)
+		js, err := json.Marshal(res.Options)
 		require.NoError(t, err)
-		got[ci.Name] = outcome{customization: name, skipped: !deploy, options: string(js)}
+		got[ci.Name] = outcome{customization: res.Name, skipped: !res.Deploy, options: string(js)}
 	}
 	return got
 }

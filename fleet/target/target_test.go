@@ -47,12 +47,12 @@ func TestABrokenCustomizationSelectorFailsEveryCluster(t *testing.T) {
 		{Name: "broken", ClusterSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 			{Key: "env", Operator: "Near", Values: []string{"prod"}}}}},
 	}}
-	_, _, _, err := Customize(fy, info(cluster("prod", map[string]string{"env": "prod"}), nil))
+	_, err := Customize(fy, info(cluster("prod", map[string]string{"env": "prod"}), nil))
 	require.EqualError(t, err, `targetCustomizations[1]: target broken: clusterSelector: "Near" is not a valid label selector operator`)
 }
 
 func TestAnUnknownTargetCustomizationModeIsAnErrorNamingIt(t *testing.T) {
 	fy := fleet.FleetYAML{TargetCustomizationMode: "EveryMatch"}
-	_, _, _, err := Customize(fy, info(cluster("prod", nil), nil))
+	_, err := Customize(fy, info(cluster("prod", nil), nil))
 	require.EqualError(t, err, `targetCustomizationMode: unknown mode "EveryMatch" (want FirstMatch or AllMatches)`)
 }

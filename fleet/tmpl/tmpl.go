@@ -125,49 +125,61 @@ func renderYAML(source, text string, c fleet.ClusterInfo) (map[string]any, error
 	return m, nil
 }
 
-// Values builds a bundle's Helm values for one cluster: helm.values, then each valuesFiles entry
-// (read from inside the repository only) merged over them in order, then helm.templateValues.
+// Values builds the Helm values of one level of options for one cluster: helm.values, then each
+// valuesFiles entry (read from inside the repository only) merged over them in order, then
+// helm.templateValues.
 func Values(root, bundlePath string, h *fleet.HelmOptions, c fleet.ClusterInfo) (map[string]any, error) {
+	if h == nil {
+		return nil, nil
+	}
+	level := target.ValuesLevel{Field: "helm.values", Values: h.Values, ValuesFiles: h.ValuesFiles}
+	return LayeredValues(root, bundlePath, []target.ValuesLevel{level}, h, c)
+}
+
+// LayeredValues builds a bundle's Helm values for one cluster from its levels in Fleet's order (the root,
+// then each customization applied; within a level its inline values, then its valuesFiles in order), a
+// later layer merged over an earlier one; then h's helm.templateValues set their top-level keys. h holds
+// the merged options: whether to template at all, and the templateValues.
+//
+// Fleet merges every layer first and templates the result once, so a `${ }` a later layer replaces is
+// never rendered, and a cluster lacking what it needs can be given a value of its own instead of failing.
+// Here each values file is templated on its own (its errors name the file, and its text may be templated
+// beyond YAML strings), and each level's inline values are templated without the keys later layers
+// replace: the same result, with each error naming where it comes from.
+func LayeredValues(root, bundlePath string, levels []target.ValuesLevel, h *fleet.HelmOptions, c fleet.ClusterInfo) (map[string]any, error) {
 	if h == nil {
 		return nil, nil
 	}
 	fleetFile := path.Join(bundlePath, "fleet.yaml")
 	pre := !h.DisablePreProcess
-	values := h.Values
-	if pre {
-		var err error
-		if values, err = renderMap(fleetFile+": helm.values", values, c); err != nil {
-			return nil, err
-		}
+	type layer struct {
+		field  string         // inline values of a level: the field errors name; "" for a file
+		values map[string]any // raw inline values, or a file's values (templated already)
 	}
-	for _, f := range h.ValuesFiles {
-		rel := path.Join(bundlePath, f)
-		if path.IsAbs(f) {
-			rel = f
-		}
-		data, err := safepath.ReadFile(repoRoot(root), rel)
-		if err != nil {
-			var esc *safepath.EscapeError
-			if errors.As(err, &esc) {
-				return nil, fmt.Errorf("%s: valuesFiles %q %s", fleetFile, f, esc.Reason)
-			}
-			return nil, fmt.Errorf("%s: valuesFiles %q: %w", fleetFile, f, err)
-		}
-		if len(data) > MaxValuesFile {
-			// Parsing YAML allocates a hundred times its size; a values file this large is a mistake or an attack.
-			return nil, &TemplateError{Source: path.Clean(rel), Err: fmt.Errorf("%d bytes is over the %s limit of a values file", len(data), mib(MaxValuesFile))}
-		}
-		var fileValues map[string]any
-		if pre {
-			if fileValues, err = renderYAML(path.Clean(rel), string(data), c); err != nil {
+	var layers []layer
+	for _, l := range levels {
+		layers = append(layers, layer{field: l.Field, values: l.Values})
+		for _, f := range l.ValuesFiles {
+			fileValues, err := valuesFile(root, bundlePath, f, pre, c)
+			if err != nil {
 				return nil, err
 			}
-		} else if d := duplicateKey(data); d != nil {
-			return nil, &TemplateError{Source: path.Clean(rel), Err: d}
-		} else if err := yaml.Unmarshal(data, &fileValues); err != nil {
-			return nil, fmt.Errorf("%s: %w", rel, err)
+			layers = append(layers, layer{values: fileValues})
 		}
-		values = target.MergeValues(values, fileValues)
+	}
+	var values map[string]any
+	for i, l := range layers {
+		v := l.values
+		if l.field != "" && pre {
+			for _, later := range layers[i+1:] {
+				v = withoutReplaced(v, later.values)
+			}
+			var err error
+			if v, err = renderMap(fleetFile+": "+l.field, v, c); err != nil {
+				return nil, err
+			}
+		}
+		values = target.MergeValues(values, v)
 	}
 	if pre && len(h.TemplateValues) > 0 {
 		values = target.MergeValues(values, nil)
@@ -190,6 +202,58 @@ func Values(root, bundlePath string, h *fleet.HelmOptions, c fleet.ClusterInfo) 
 		}
 	}
 	return legacyLabels(values, c.Labels), nil
+}
+
+// withoutReplaced is v without what merging over with target.MergeValues replaces: a key over sets is
+// dropped, unless both sides hold a map there, which merge key by key.
+func withoutReplaced(v, over map[string]any) map[string]any {
+	if len(v) == 0 || len(over) == 0 {
+		return v
+	}
+	out := make(map[string]any, len(v))
+	for k, x := range v {
+		o, replaced := over[k]
+		if !replaced {
+			out[k] = x
+			continue
+		}
+		xm, isMap := x.(map[string]any)
+		om, overMap := o.(map[string]any)
+		if isMap && overMap {
+			out[k] = withoutReplaced(xm, om)
+		}
+	}
+	return out
+}
+
+// valuesFile reads one valuesFiles entry of the bundle, from inside the repository only, and templates it.
+func valuesFile(root, bundlePath, f string, pre bool, c fleet.ClusterInfo) (map[string]any, error) {
+	fleetFile := path.Join(bundlePath, "fleet.yaml")
+	rel := path.Join(bundlePath, f)
+	if path.IsAbs(f) {
+		rel = f
+	}
+	data, err := safepath.ReadFile(repoRoot(root), rel)
+	if err != nil {
+		var esc *safepath.EscapeError
+		if errors.As(err, &esc) {
+			return nil, fmt.Errorf("%s: valuesFiles %q %s", fleetFile, f, esc.Reason)
+		}
+		return nil, fmt.Errorf("%s: valuesFiles %q: %w", fleetFile, f, err)
+	}
+	if len(data) > MaxValuesFile {
+		// Parsing YAML allocates a hundred times its size; a values file this large is a mistake or an attack.
+		return nil, &TemplateError{Source: path.Clean(rel), Err: fmt.Errorf("%d bytes is over the %s limit of a values file", len(data), mib(MaxValuesFile))}
+	}
+	var fileValues map[string]any
+	if pre {
+		return renderYAML(path.Clean(rel), string(data), c)
+	} else if d := duplicateKey(data); d != nil {
+		return nil, &TemplateError{Source: path.Clean(rel), Err: d}
+	} else if err := yaml.Unmarshal(data, &fileValues); err != nil {
+		return nil, fmt.Errorf("%s: %w", rel, err)
+	}
+	return fileValues, nil
 }
 
 func repoRoot(root string) string { return root }
