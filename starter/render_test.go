@@ -78,6 +78,7 @@ func TestRenderFleetExamplesMatchGoldenFiles(t *testing.T) {
 		{"single-cluster-helm", []string{"single-cluster/helm"}},
 		{"single-cluster-manifests", []string{"single-cluster/manifests"}},
 		{"single-cluster-kustomize", []string{"single-cluster/kustomize"}},
+		{"single-cluster-helm-kustomize", []string{"single-cluster/helm-kustomize"}},
 		{"single-cluster-helm-cluster-values", []string{"single-cluster/helm-cluster-values", "--name", "edge-1", "--namespace", "fleet-edge",
 			"-l", "env=dev", "-l", "region=eu", "--values", "testdata/render/edge-1-values.yaml"}},
 		{"multi-cluster-helm-dev", []string{"multi-cluster/helm", "-l", "env=dev"}},
@@ -231,9 +232,8 @@ func TestRenderRefusesFlagsOfTheOtherMode(t *testing.T) {
 
 // Fleet runs a helm bundle's kustomize.dir over the chart's output (it adds the output to the
 // kustomization's resources as fleet-manifests.yaml), so fleet-examples' helm-kustomize overlay patches
-// the chart. fleet/render runs kustomize.dir beside the chart instead, so this layout fails to render.
+// the chart; the preview shows it patched, as the worker deploys it.
 func TestRenderHelmKustomizePatchesTheChartOutput(t *testing.T) {
-	t.Skip("fleet/render does not yet feed the chart's output to kustomize.dir as Fleet does")
 	objs := objectsOf(t, filepath.Join(examples, "single-cluster/helm-kustomize"))
 	require.Len(t, objs, 2)
 	require.EqualValues(t, 0, field(object(t, objs, "Deployment", "redis-follower"), "spec", "replicas"))

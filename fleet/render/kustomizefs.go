@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"sort"
 	"strings"
+	"time"
 
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
@@ -36,6 +39,12 @@ type repoFS struct {
 	refused error
 	// pluginSources are the folders generators, transformers and validators are taken from.
 	pluginSources map[string]bool
+	// overlay holds files that exist only for this build, over the repository's (a chart's rendered
+	// output, the kustomization that lists it), by repository path. They are read, counted and checked
+	// like the repository's own.
+	overlay map[string][]byte
+	// reads, when not nil, records what the build read: each file's repository path and content.
+	reads map[string][]byte
 }
 
 var _ filesys.FileSystem = (*repoFS)(nil)
@@ -73,6 +82,9 @@ func (f *repoFS) stat(p string) (string, fs.FileInfo, error) {
 	if err != nil {
 		return "", nil, err
 	}
+	if data, ok := f.overlay[rel]; ok {
+		return rel, overlayInfo{name: path.Base(rel), size: int64(len(data))}, nil
+	}
 	fi, err := f.repo.Stat(rel)
 	var esc *safepath.EscapeError
 	if errors.As(err, &esc) {
@@ -98,15 +110,20 @@ func (f *repoFS) readFile(p string) ([]byte, fs.FileInfo, error) {
 		return nil, nil, f.refuse(fmt.Errorf("%s: the build would read more than the %s a kustomize build may read from the repository",
 			rel, bytesize.Format(f.limit)))
 	}
-	data, err := f.repo.ReadFile(rel)
-	if err != nil {
-		var big *safepath.TooLargeError
-		if errors.As(err, &big) {
-			return nil, nil, f.refuse(err)
+	data, ok := f.overlay[rel]
+	if !ok {
+		if data, err = f.repo.ReadFile(rel); err != nil {
+			var big *safepath.TooLargeError
+			if errors.As(err, &big) {
+				return nil, nil, f.refuse(err)
+			}
+			return nil, nil, err
 		}
-		return nil, nil, err
 	}
 	f.read += int64(len(data))
+	if f.reads != nil {
+		f.reads[rel] = data
+	}
 	if err := f.checkNoRemote(rel, data); err != nil {
 		return nil, nil, f.refuse(err)
 	}
@@ -158,10 +175,18 @@ func (f *repoFS) ReadDir(p string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	names := make([]string, len(entries))
-	for i, e := range entries {
-		names[i] = e.Name()
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		if _, over := f.overlay[path.Join(rel, e.Name())]; !over {
+			names = append(names, e.Name())
+		}
 	}
+	for p := range f.overlay {
+		if path.Dir(p) == rel {
+			names = append(names, path.Base(p))
+		}
+	}
+	sort.Strings(names)
 	return names, nil
 }
 
@@ -195,6 +220,19 @@ func (r *readOnlyFile) Write([]byte) (int, error) {
 }
 func (r *readOnlyFile) Close() error               { return nil }
 func (r *readOnlyFile) Stat() (os.FileInfo, error) { return r.info, nil }
+
+// overlayInfo describes an overlay file.
+type overlayInfo struct {
+	name string
+	size int64
+}
+
+func (i overlayInfo) Name() string       { return i.name }
+func (i overlayInfo) Size() int64        { return i.size }
+func (i overlayInfo) Mode() fs.FileMode  { return 0o444 }
+func (i overlayInfo) ModTime() time.Time { return time.Time{} }
+func (i overlayInfo) IsDir() bool        { return false }
+func (i overlayInfo) Sys() any           { return nil }
 
 // mounted is the kustomize path of a repository path.
 func mounted(rel string) string {

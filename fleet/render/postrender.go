@@ -18,12 +18,20 @@ var clusterScoped = map[string]bool{
 	"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true, "PodSecurityPolicy": true,
 }
 
-// postRenderer appends the bundle's raw manifests and kustomize output to Helm's output, labels every
-// object with its bundle and GitRepo, and enforces a forced namespace.
+// postRenderer runs a chart's output through its bundle's kustomize.dir, appends the bundle's raw
+// manifests and kustomize output to Helm's output, labels every object with its bundle and GitRepo, and
+// enforces a forced namespace.
 type postRenderer struct {
 	extra          []byte
 	forceNamespace string
 	labels         map[string]string
+	// kustomize, when set, is the kustomize.dir of a bundle with a chart: the chart's output goes through it.
+	kustomize *chartKustomization
+}
+
+// chartKustomization is a kustomize.dir to build a chart's output with, in the repository checkout root.
+type chartKustomization struct {
+	root, dir string
 }
 
 // Run implements helm's postrender.PostRenderer.
@@ -31,6 +39,15 @@ func (p *postRenderer) Run(rendered *bytes.Buffer) (*bytes.Buffer, error) {
 	var in bytes.Buffer
 	if rendered != nil {
 		in.Write(rendered.Bytes())
+	}
+	if p.kustomize != nil {
+		// First, as in Fleet: the kustomization sees the chart's objects as the chart made them.
+		built, err := kustomizeOver(p.kustomize.root, p.kustomize.dir, in.Bytes())
+		if err != nil {
+			return nil, err
+		}
+		in.Reset()
+		in.Write(built)
 	}
 	in.WriteString("\n---\n")
 	in.Write(p.extra)

@@ -134,11 +134,21 @@ func ForCluster(in Input) (*Release, error) {
 			return fail(err)
 		}
 	}
-	if kustomizeDir != "" {
+	var overChart *chartKustomization
+	var kustomizeDigest []byte
+	switch {
+	case kustomizeDir != "" && chartDir != "":
+		// The chart's output is kustomize's input, and exists only once Helm renders the chart on the
+		// cluster: kustomize runs then, in the post-renderer. What it will read is known now.
+		if kustomizeDigest, err = kustomizeInputs(in.RepoRoot, kustomizeDir); err != nil {
+			return fail(err)
+		}
+		overChart = &chartKustomization{root: in.RepoRoot, dir: kustomizeDir}
+	case kustomizeDir != "":
 		if extra, err = kustomize(in.RepoRoot, kustomizeDir); err != nil {
 			return fail(err)
 		}
-	} else if chartDir != b.Path {
+	case chartDir != b.Path:
 		if extra, err = manifests(in.RepoRoot, b, opts, chartDir); err != nil {
 			return fail(err)
 		}
@@ -147,8 +157,8 @@ func ForCluster(in Input) (*Release, error) {
 		rel.Chart = emptyChart(rel.Name, extra)
 	}
 	labels := map[string]string{api.LabelBundle: b.Name, api.LabelGitRepo: in.GitRepo}
-	rel.PostRenderer = &postRenderer{extra: extra, forceNamespace: forced, labels: labels}
-	if rel.DeploymentID, err = deploymentID(rel, extra, forced); err != nil {
+	rel.PostRenderer = &postRenderer{extra: extra, forceNamespace: forced, labels: labels, kustomize: overChart}
+	if rel.DeploymentID, err = deploymentID(rel, extra, forced, kustomizeDigest); err != nil {
 		return fail(err)
 	}
 	return rel, nil
@@ -224,8 +234,9 @@ func emptyChart(name string, extra []byte) *chart.Chart {
 		Version: "0.0.0+" + hex.EncodeToString(sum[:6]), Description: "manifests deployed by Flotilla"}}
 }
 
-// deploymentID hashes the chart's files, the values, the extra manifests and the release placement.
-func deploymentID(rel *Release, extra []byte, forced string) (string, error) {
+// deploymentID hashes the chart's files, the values, the extra manifests, what kustomize.dir reads over a
+// chart and the release placement.
+func deploymentID(rel *Release, extra []byte, forced string, kustomizeDigest []byte) (string, error) {
 	h := sha256.New()
 	var files []*chart.File
 	files = append(files, rel.Chart.Raw...)
@@ -246,6 +257,11 @@ func deploymentID(rel *Release, extra []byte, forced string) (string, error) {
 	}
 	h.Write(values)
 	h.Write(extra)
+	if kustomizeDigest != nil {
+		// Only when set, so that every deployment ID from before it existed stays the same.
+		fmt.Fprintf(h, "\x00kustomize-over-chart\x00")
+		h.Write(kustomizeDigest)
+	}
 	o := rel.Options
 	place := []any{rel.Name, rel.Namespace, forced, o.KeepResources, o.ForceSyncGeneration, o.NamespaceLabels, o.NamespaceAnnotations, o.Helm != nil && o.Helm.Force}
 	if rel.SyncGeneration != 0 {
