@@ -57,14 +57,21 @@ func (a *Activities) Apply(ctx context.Context, in api.ApplyInput) (api.ApplyRes
 	return res, nil
 }
 
-func (a *Activities) applyBundle(ctx context.Context, h *clusterHandle, t api.ClusterTarget, ref api.BundleRef, act api.BundleAction) (api.BundleApplyResult, error) {
-	out := api.BundleApplyResult{Bundle: act.Bundle}
+func (a *Activities) applyBundle(ctx context.Context, h *clusterHandle, t api.ClusterTarget, ref api.BundleRef, act api.BundleAction) (out api.BundleApplyResult, err error) {
+	out = api.BundleApplyResult{Bundle: act.Bundle}
 	log := a.logger().With(zap.String("cluster", t.Cluster), zap.String("bundle", act.Bundle), zap.String("action", string(act.Action)))
-	rel, err := a.render(h, t, ref, true)
+	rel, unreachable, err := a.renderOn(ctx, h, t, ref, true)
+	if unreachable != nil {
+		return out, unreachable
+	}
 	if err != nil {
 		out.Error, out.ErrorType = err.Error(), renderErrorType(err)
 		return out, nil
 	}
+	defer func() {
+		// Helm's and the API server's messages may quote what a template made of the values.
+		out.Error = rel.Redact(out.Error)
+	}()
 	if rel.DeploymentID != act.ExpectedID {
 		out.Error, out.ErrorType = "desired state changed since it was observed", api.ErrTypeStale
 		return out, nil

@@ -37,7 +37,10 @@ func (a *Activities) observe(ctx context.Context, h *clusterHandle, t api.Cluste
 
 func (a *Activities) observeBundle(ctx context.Context, h *clusterHandle, t api.ClusterTarget, ref api.BundleRef, resources bool) (api.BundleObservation, error) {
 	o := api.BundleObservation{Bundle: ref.Name}
-	rel, err := a.render(h, t, ref, false)
+	rel, unreachable, err := a.renderOn(ctx, h, t, ref, false)
+	if unreachable != nil {
+		return o, unreachable
+	}
 	if err != nil {
 		o.Error, o.ErrorType = err.Error(), renderErrorType(err)
 		return o, a.observeStuck(ctx, h, t, &o, resources)

@@ -102,12 +102,17 @@ func (c *renderCache) evictOldest() {
 }
 
 // renderErrorType is the error type of a bundle that did not render: a `${ }` template that failed for
-// this cluster, or anything else wrong with the bundle (its fleet.yaml, its chart, a path that leaves the
-// repository). A path that escapes is a BundleError like the rest; it needs no type of its own.
+// this cluster, a valuesFrom source the cluster does not have (or that is not Helm values), or anything
+// else wrong with the bundle (its fleet.yaml, its chart, a path that leaves the repository). A path that
+// escapes is a BundleError like the rest; it needs no type of its own.
 func renderErrorType(err error) string {
 	var te *tmpl.TemplateError
 	if errors.As(err, &te) {
 		return api.ErrTypeTemplate
+	}
+	var vf *render.ValuesFromError
+	if errors.As(err, &vf) {
+		return api.ErrTypeValuesFrom
 	}
 	return api.ErrTypeBundle
 }

@@ -65,6 +65,7 @@ func TestAgainstARealCluster(t *testing.T) {
 	t.Run("objects the apiserver rejects are invalid", func(t *testing.T) { rejectedObjectsAreInvalid(ctx, t, c) })
 	t.Run("a confined release writes and reads nothing outside its namespace", func(t *testing.T) { confinedReleasesStayInTheirNamespace(ctx, t, c) })
 	t.Run("concurrent upgrades of one release take turns", func(t *testing.T) { concurrentUpgrades(ctx, t, c) })
+	t.Run("valuesFrom reads one key of a ConfigMap or a Secret", func(t *testing.T) { readValues(ctx, t, c) })
 	t.Run("a cancelled install keeps the release locked until Helm is done", func(t *testing.T) { cancelledInstall(ctx, t, c) })
 }
 
@@ -442,4 +443,37 @@ func requireStates(ctx context.Context, t *testing.T, c *Client, ns, name string
 		require.NoError(ct, err)
 		require.Equal(ct, want, states(objs), "%v", objs)
 	}, 90*time.Second, 250*time.Millisecond)
+}
+
+func readValues(ctx context.Context, t *testing.T, c *Client) {
+	ns := "values-from"
+	_, err := c.clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	cm, err := c.clientset.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Data: map[string]string{"values.yaml": "color: blue\n"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	sec, err := c.clientset.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds"},
+		Data: map[string][]byte{"creds.yaml": []byte("password: hunter22\n")}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	data, uid, err := c.ReadValues(ctx, ValuesKey{Namespace: ns, Name: "web", Key: "values.yaml"})
+	require.NoError(t, err)
+	require.Equal(t, "color: blue\n", string(data))
+	require.Equal(t, string(cm.UID), uid)
+	data, uid, err = c.ReadValues(ctx, ValuesKey{Secret: true, Namespace: ns, Name: "creds", Key: "creds.yaml"})
+	require.NoError(t, err)
+	require.Equal(t, "password: hunter22\n", string(data))
+	require.Equal(t, string(sec.UID), uid)
+
+	for _, k := range []ValuesKey{
+		{Namespace: ns, Name: "missing", Key: "values.yaml"},
+		{Secret: true, Namespace: ns, Name: "web", Key: "values.yaml"}, // a ConfigMap of that name is no Secret
+		{Secret: true, Namespace: ns, Name: "creds", Key: "values.yaml"},
+		{Namespace: ns, Name: "web", Key: "other.yaml"},
+	} {
+		_, _, err := c.ReadValues(ctx, k)
+		require.ErrorIs(t, err, ErrValuesNotFound, "%+v", k)
+		require.False(t, IsUnreachable(err))
+		require.NotContains(t, err.Error(), "hunter22")
+	}
 }

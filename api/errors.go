@@ -6,8 +6,11 @@ import "strings"
 // errorType of a bundle in an observation or apply result. Template and validation errors do not heal by
 // retrying.
 const (
-	ErrTypeTemplate    = "TemplateError"
-	ErrTypeBundle      = "BundleError"
+	ErrTypeTemplate = "TemplateError"
+	ErrTypeBundle   = "BundleError"
+	// ErrTypeValuesFrom is a helm.valuesFrom ConfigMap or Secret the cluster does not have, may not be read,
+	// or whose key is not Helm values; it heals when the source is fixed, at the next check.
+	ErrTypeValuesFrom  = "ValuesFromError"
 	ErrTypeInvalid     = "InvalidManifest"
 	ErrTypeUnreachable = "ClusterUnreachable"
 	ErrTypeApply       = "ApplyError"

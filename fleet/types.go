@@ -183,6 +183,10 @@ type HelmOptions struct {
 	Values map[string]any `json:"values,omitempty"`
 	// ValuesFiles are read from the bundle folder, templated like Values, and merged over them in order.
 	ValuesFiles []string `json:"valuesFiles,omitempty"`
+	// ValuesFrom are read on the target cluster when the bundle is checked and applied, never templated,
+	// and merged over every other value in order (each entry's ConfigMap, then its Secret), as Fleet's
+	// agent merges them. Only their digest leaves the cluster's activity.
+	ValuesFrom []ValuesFrom `json:"valuesFrom,omitempty"`
 	// TemplateValues: each entry is templated, parsed as YAML and set as a top-level values key.
 	TemplateValues       map[string]string `json:"templateValues,omitempty"`
 	TimeoutSeconds       int               `json:"timeoutSeconds,omitempty"`
@@ -193,6 +197,20 @@ type HelmOptions struct {
 	MaxHistory           int               `json:"maxHistory,omitempty"`
 	DisablePreProcess    bool              `json:"disablePreProcess,omitempty"`
 	SkipSchemaValidation bool              `json:"skipSchemaValidation,omitempty"`
+}
+
+// ValuesFrom names a key of a ConfigMap or a Secret on the target cluster that holds Helm values (YAML).
+type ValuesFrom struct {
+	ConfigMapKeyRef *ValuesKeyRef `json:"configMapKeyRef,omitempty"`
+	SecretKeyRef    *ValuesKeyRef `json:"secretKeyRef,omitempty"`
+}
+
+// ValuesKeyRef is Fleet's ConfigMapKeySelector and SecretKeySelector: an empty namespace is the release's
+// namespace, an empty key is "values.yaml".
+type ValuesKeyRef struct {
+	Name      string `json:"name,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	Key       string `json:"key,omitempty"`
 }
 
 // KustomizeOptions are fleet.yaml's `kustomize` options.

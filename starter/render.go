@@ -199,15 +199,19 @@ func (c clusterResult) objectCount() int {
 
 // bundleResult is one bundle rendered for one cluster: its objects, why it is not deployed, or its error.
 type bundleResult struct {
-	Bundle        string           `json:"bundle"`
-	Path          string           `json:"path"`
-	Release       string           `json:"release,omitempty"`
-	Namespace     string           `json:"namespace,omitempty"`
-	Customization string           `json:"targetCustomization,omitempty"`
-	Skipped       string           `json:"skipped,omitempty"`
-	Error         string           `json:"error,omitempty"`
-	Objects       []map[string]any `json:"objects,omitempty"`
-	manifest      []byte
+	Bundle        string `json:"bundle"`
+	Path          string `json:"path"`
+	Release       string `json:"release,omitempty"`
+	Namespace     string `json:"namespace,omitempty"`
+	Customization string `json:"targetCustomization,omitempty"`
+	// ValuesFrom names the cluster's ConfigMap and Secret keys (helm.valuesFrom) whose values the worker
+	// merges over these when it checks and applies the bundle. A preview reads no cluster, as `fleet test`
+	// reads none: the objects are rendered without them.
+	ValuesFrom []string         `json:"valuesFrom,omitempty"`
+	Skipped    string           `json:"skipped,omitempty"`
+	Error      string           `json:"error,omitempty"`
+	Objects    []map[string]any `json:"objects,omitempty"`
+	manifest   []byte
 }
 
 // renderBundle renders one bundle for one cluster exactly as the worker does (render.ForCluster, then
@@ -221,6 +225,9 @@ func renderBundle(in render.Input) bundleResult {
 		return out
 	}
 	out.Release, out.Namespace, out.Customization = rel.Name, rel.Namespace, rel.Customization
+	for _, src := range rel.ValuesFrom {
+		out.ValuesFrom = append(out.ValuesFrom, src.String())
+	}
 	if !rel.Deploy {
 		out.Skipped = fmt.Sprintf("targetCustomization %q says doNotDeploy", rel.Customization)
 		return out
@@ -285,6 +292,10 @@ func writeResults(w io.Writer, format string, results []clusterResult, clusterHe
 				fmt.Fprintf(&buf, ", targetCustomization %s", b.Customization)
 			}
 			buf.WriteString("\n")
+			if len(b.ValuesFrom) > 0 {
+				fmt.Fprintf(&buf, "# Rendered without the values the cluster holds in valuesFrom %s (read on the cluster when deployed)\n",
+					strings.Join(b.ValuesFrom, ", "))
+			}
 			m := bytes.TrimLeft(b.manifest, "\n")
 			if len(m) > 0 && !bytes.HasPrefix(m, []byte("---")) {
 				buf.WriteString("---\n")

@@ -239,3 +239,30 @@ func TestRenderHelmKustomizePatchesTheChartOutput(t *testing.T) {
 	require.EqualValues(t, 0, field(object(t, objs, "Deployment", "redis-follower"), "spec", "replicas"))
 	require.Equal(t, "leader", field(object(t, objs, "Service", "redis-follower"), "spec", "selector", "role"))
 }
+
+// A preview reads no cluster, as `fleet test` reads none: a bundle with helm.valuesFrom renders from its
+// other values, and the output says which of the cluster's ConfigMap and Secret keys the worker merges over them.
+func TestRenderNamesTheValuesFromSourcesItDoesNotRead(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"web/fleet.yaml": "defaultNamespace: shop\nhelm:\n  chart: ./chart\n  values: {color: red}\n  valuesFrom:\n" +
+			"  - configMapKeyRef: {name: web-config}\n  - secretKeyRef: {name: web-creds, namespace: vault, key: creds.yaml}\n",
+		"web/chart/Chart.yaml":        "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+		"web/chart/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n  color: {{ .Values.color }}\n",
+	}
+	for p, content := range files {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, p), []byte(content), 0o644))
+	}
+	out, stderr, err := flotilla(t, "render", filepath.Join(dir, "web"))
+	require.NoError(t, err, stderr)
+	require.Contains(t, out, "# Rendered without the values the cluster holds in valuesFrom "+
+		`configmap "shop/web-config" key "values.yaml", secret "vault/web-creds" key "creds.yaml" (read on the cluster when deployed)`+"\n")
+	require.Contains(t, out, "color: red")
+
+	out, stderr, err = flotilla(t, "render", filepath.Join(dir, "web"), "-o", "json")
+	require.NoError(t, err, stderr)
+	var res []clusterResult
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	require.Equal(t, []string{`configmap "shop/web-config" key "values.yaml"`, `secret "vault/web-creds" key "creds.yaml"`}, res[0].Bundles[0].ValuesFrom)
+}

@@ -42,7 +42,6 @@ var unsupported = map[reflect.Type]map[string]string{
 		"downstreamResources": "",
 	},
 	reflect.TypeOf(fleet.HelmOptions{}): {
-		"valuesFrom":              "",
 		"disableDNS":              "",
 		"disableDependencyUpdate": "",
 	},

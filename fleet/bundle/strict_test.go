@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/flotilla-gitops/flotilla/fleet"
 )
 
 // loadOne writes one fleet.yaml (or fleet.yml) into a bundle folder "web" and loads it.
@@ -70,7 +72,6 @@ targets:
 `)
 	require.NoError(t, err)
 	require.Equal(t, []string{
-		"web/fleet.yaml: line 4: helm.valuesFrom is not supported yet and is ignored",
 		"web/fleet.yaml: line 6: rolloutStrategy is not supported yet and is ignored",
 		"web/fleet.yaml: line 8: dependsOn is not supported yet and is ignored",
 		"web/fleet.yaml: line 14: targetCustomizations[0].downstreamResources is not supported yet and is ignored",
@@ -79,6 +80,31 @@ targets:
 	}, b.Warnings)
 	require.Equal(t, "./chart", b.FleetYAML.Helm.Chart, "the keys Flotilla knows are read as before")
 	require.Equal(t, "prod", b.FleetYAML.TargetCustomizations[0].ClusterName)
+	require.Equal(t, []fleet.ValuesFrom{{SecretKeyRef: &fleet.ValuesKeyRef{Name: "web-values", Key: "values.yaml"}}},
+		b.FleetYAML.Helm.ValuesFrom, "helm.valuesFrom is read, not warned about")
+}
+
+// helm.valuesFrom is Fleet's schema exactly: a misspelt key of a reference is an error naming it.
+func TestValuesFromIsReadStrictly(t *testing.T) {
+	b, err := loadOne(t, "fleet.yaml", `helm:
+  valuesFrom:
+  - configMapKeyRef: {name: web, namespace: config}
+    secretKeyRef: {name: web-creds, key: creds.yaml}
+targetCustomizations:
+- name: prod
+  clusterName: prod
+  helm:
+    valuesFrom:
+    - secretKeyRef: {name: prod-creds}
+`)
+	require.NoError(t, err)
+	require.Empty(t, b.Warnings)
+	require.Equal(t, []fleet.ValuesFrom{{ConfigMapKeyRef: &fleet.ValuesKeyRef{Name: "web", Namespace: "config"},
+		SecretKeyRef: &fleet.ValuesKeyRef{Name: "web-creds", Key: "creds.yaml"}}}, b.FleetYAML.Helm.ValuesFrom)
+	require.Equal(t, "prod-creds", b.FleetYAML.TargetCustomizations[0].Helm.ValuesFrom[0].SecretKeyRef.Name)
+
+	_, err = loadOne(t, "fleet.yaml", "helm:\n  valuesFrom:\n  - secretKeyRef: {name: web, keys: values.yaml}\n")
+	require.EqualError(t, err, `web/fleet.yaml: line 3: unknown key "keys" in helm.valuesFrom[0].secretKeyRef (did you mean "key"?)`)
 }
 
 // targetCustomizationMode (Fleet v0.16) is read, not warned about; Fleet's CRD accepts only its two

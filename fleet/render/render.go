@@ -59,7 +59,13 @@ type Release struct {
 	// cluster's confineToNamespace): cluster-scoped objects and other namespaces are refused when applied.
 	ForcedNamespace string
 	// DeploymentID changes whenever anything applied changes; diff and correctDrift options are excluded, as in Fleet.
+	// With ValuesFrom, it covers the sources only once WithValuesFrom has merged them.
 	DeploymentID string
+	// ValuesFrom are the ConfigMap and Secret keys of the target cluster whose values are merged over
+	// Values (helm.valuesFrom), in order. Only the cluster's activity reads them (WithValuesFrom).
+	ValuesFrom []ValuesSource
+	// secretStrings are the values taken from valuesFrom Secrets, which Redact keeps out of messages.
+	secretStrings []string
 }
 
 var releaseName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
@@ -111,6 +117,12 @@ func ForCluster(in Input) (*Release, error) {
 	}
 	if rel.Values, err = tmpl.LayeredValues(in.RepoRoot, b.Path, custom.ValuesLevels, opts.Helm, in.Cluster); err != nil {
 		return fail(err)
+	}
+	if opts.Helm != nil {
+		confine := firstNonEmpty(in.Cluster.ConfineToNamespace, in.TargetNamespace)
+		if rel.ValuesFrom, err = valuesSources(opts.Helm.ValuesFrom, rel.Namespace, confine); err != nil {
+			return fail(fmt.Errorf("%s: %w", fleetFile(b), err))
+		}
 	}
 	chartDir := ""
 	switch {

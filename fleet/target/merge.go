@@ -2,6 +2,7 @@ package target
 
 import (
 	"encoding/json"
+	"strings"
 
 	"github.com/flotilla-gitops/flotilla/fleet"
 )
@@ -49,6 +50,7 @@ func merge(base, over fleet.BundleDeploymentOptions) fleet.BundleDeploymentOptio
 				h.ValuesFiles = append(append([]string(nil), h.ValuesFiles...), o.ValuesFiles...)
 			}
 			h.TemplateValues = mergeStrings(h.TemplateValues, o.TemplateValues)
+			h.ValuesFrom = mergeByKey(h.ValuesFrom, o.ValuesFrom, valuesFromKey)
 			if o.TimeoutSeconds > 0 {
 				h.TimeoutSeconds = o.TimeoutSeconds
 			}
@@ -123,27 +125,52 @@ func MergeValues(a, b map[string]any) map[string]any {
 // object the root already patches replaces that patch where it stands; one for another object is appended.
 // Of two customization patches for one object, the first counts.
 func mergeComparePatches(base, over []fleet.ComparePatch) []fleet.ComparePatch {
+	id := func(p fleet.ComparePatch) string {
+		return strings.Join([]string{p.APIVersion, p.Kind, p.Namespace, p.Name}, "|")
+	}
+	return mergeByKey(base, over, id)
+}
+
+// valuesFromKey is Fleet's identity of a valuesFrom entry (options.valuesFromKey): its ConfigMap's
+// reference, else its Secret's, as written; an entry naming neither has none and is always appended.
+func valuesFromKey(v fleet.ValuesFrom) string {
+	if r := v.ConfigMapKeyRef; r != nil {
+		return strings.Join([]string{"configmap", r.Namespace, r.Name, r.Key}, "|")
+	}
+	if r := v.SecretKeyRef; r != nil {
+		return strings.Join([]string{"secret", r.Namespace, r.Name, r.Key}, "|")
+	}
+	return ""
+}
+
+// mergeByKey merges over into base by identity, as Fleet's merge.ByKey: an entry of over whose key base
+// has replaces base's where it stands, any other is appended; of two entries of over with one key the
+// first counts; an entry without a key is always appended.
+func mergeByKey[T any](base, over []T, key func(T) string) []T {
 	if len(over) == 0 {
 		return base
 	}
-	id := func(p fleet.ComparePatch) [4]string { return [4]string{p.APIVersion, p.Kind, p.Namespace, p.Name} }
-	at := map[[4]string]int{}
-	for i, p := range base {
-		at[id(p)] = i
+	at := map[string]int{}
+	for i, v := range base {
+		if k := key(v); k != "" {
+			at[k] = i
+		}
 	}
-	out := append([]fleet.ComparePatch(nil), base...)
-	seen := map[[4]string]bool{}
-	for _, p := range over {
-		k := id(p)
-		if seen[k] {
-			continue
+	out := append([]T(nil), base...)
+	seen := map[string]bool{}
+	for _, v := range over {
+		k := key(v)
+		if k != "" {
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			if i, ok := at[k]; ok {
+				out[i] = v
+				continue
+			}
 		}
-		seen[k] = true
-		if i, ok := at[k]; ok {
-			out[i] = p
-			continue
-		}
-		out = append(out, p)
+		out = append(out, v)
 	}
 	return out
 }
