@@ -100,7 +100,10 @@ func releaseObjects(st agentclient.ReleaseState, inspected []agentclient.ObjectS
 // of a bundle that seems to run nothing. Only a lost cluster is an error; any other failed read leaves the
 // render error alone.
 func (a *Activities) observeStuck(ctx context.Context, h *clusterHandle, t api.ClusterTarget, o *api.BundleObservation, resources bool) error {
-	rels, err := h.client.ListReleases(ctx, map[string]string{api.LabelGitRepo: t.GitRepo, api.LabelBundle: o.Bundle})
+	// This cluster's own: a cluster confined to a namespace shares its API server with others, whose
+	// releases of the same GitRepo and bundle are theirs (as sweep.go finds them).
+	rels, err := h.client.ListReleasesIn(ctx, h.info.ConfineToNamespace,
+		map[string]string{api.LabelGitRepo: t.GitRepo, api.LabelBundle: o.Bundle, api.LabelCluster: t.Cluster})
 	if err != nil {
 		if agentclient.IsUnreachable(err) {
 			return err
