@@ -4,6 +4,7 @@
 package harness
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -22,6 +23,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
+	"google.golang.org/protobuf/proto"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -440,6 +442,44 @@ func (s *Stack) CountActivities(workflowID, activityType string) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// HistoriesContaining lists the workflows (every run of every workflow of the namespace, open or closed)
+// whose history holds text anywhere: in a payload (inputs, results, signals, queries' updates, markers of
+// local activities), a memo, a search attribute or a failure. Events are searched in their wire form, in
+// which payloads are the data converter's JSON, unencoded.
+func (s *Stack) HistoriesContaining(text string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var found []string
+	var token []byte
+	for {
+		page, err := s.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{NextPageToken: token})
+		if err != nil {
+			return nil, fmt.Errorf("listing workflows: %w", err)
+		}
+		for _, e := range page.GetExecutions() {
+			id, run := e.GetExecution().GetWorkflowId(), e.GetExecution().GetRunId()
+			it := s.Client.GetWorkflowHistory(ctx, id, run, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+			for it.HasNext() {
+				ev, err := it.Next()
+				if err != nil {
+					return nil, fmt.Errorf("history of %s run %s: %w", id, run, err)
+				}
+				wire, err := proto.Marshal(ev)
+				if err != nil {
+					return nil, err
+				}
+				if bytes.Contains(wire, []byte(text)) {
+					found = append(found, id+" (run "+run+")")
+					break
+				}
+			}
+		}
+		if token = page.GetNextPageToken(); len(token) == 0 {
+			return found, nil
+		}
+	}
 }
 
 // CountWorkflows counts workflows matching a visibility query, as the Web UI's list does.
