@@ -63,6 +63,8 @@ func (a *Activities) observeBundle(ctx context.Context, h *clusterHandle, t api.
 		return o, nil
 	}
 	o.Release = releaseInfo(st)
+	// A failed revision's description is Helm's error, which may quote what a template made of a Secret's values.
+	o.Release.Description = rel.Redact(o.Release.Description)
 	if !resources {
 		return o, nil
 	}

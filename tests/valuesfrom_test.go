@@ -36,7 +36,7 @@ helm:
     secretKeyRef: {name: web-creds, key: creds.yaml}
 `,
 		"web/chart/Chart.yaml": "apiVersion: v2\nname: web\nversion: 0.1.0\n",
-		"web/chart/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n" +
+		"web/chart/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n  labels: {tier: {{ .Values.tier | default \"web\" | quote }}}\ndata:\n" +
 			"  color: {{ .Values.color | quote }}\n  from: {{ .Values.size.from | quote }}\n" +
 			"  width: {{ .Values.size.width | quote }}\n  password: {{ .Values.password | quote }}\n",
 		"plain/fleet.yaml": "name: plain\n",
@@ -86,6 +86,7 @@ func TestValuesFromAreReadOnEachClusterAndNeverLeaveIt(t *testing.T) {
 		oneSecret2  = "s3cr3t-of-one-v2"
 		threeSecret = "s3cr3t-of-three"
 		twoSecret   = "s3cr3t-of-two"
+		badTier     = "s3cr3t tier!"
 	)
 	createValuesSources(t, s, "one", "color: blue\nsize: {from: configmap}\n", oneSecret)
 	createValuesSources(t, s, "three", "color: green\n", threeSecret)
@@ -140,14 +141,26 @@ func TestValuesFromAreReadOnEachClusterAndNeverLeaveIt(t *testing.T) {
 	s.WaitStatus("vf", 2*time.Minute, "every cluster Ready", harness.AllReady)
 	require.Equal(t, twoSecret, s.ConfigMapData("a", "two", "web")["password"])
 
+	// A Secret's value the API server refuses, and quotes in its refusal: the bundle fails on that
+	// cluster, and its message shows the refusal with the value redacted.
+	sec, err = kube.CoreV1().Secrets("three").Get(ctx, "web-creds", metav1.GetOptions{})
+	require.NoError(t, err)
+	sec.Data["creds.yaml"] = []byte("password: " + threeSecret + "\ntier: " + badTier + "\n")
+	_, err = kube.CoreV1().Secrets("three").Update(ctx, sec, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	st = s.WaitStatus("vf", 2*time.Minute, "web failing on three", func(st api.GitRepoStatus) bool {
+		three, _ := harness.Cluster(st, "three")
+		return bundleState(three, "web") == api.StateErrApplied && strings.Contains(three.Message, "[redacted]")
+	})
+	three, _ := harness.Cluster(st, "three")
+	t.Logf("cluster three: %s", three.Message)
+
 	// Only digests left the clusters' activities: no history of any workflow, no status and no line of the
 	// worker's log holds what a Secret held.
-	st, err = s.Status("vf")
-	require.NoError(t, err)
 	status := fmt.Sprintf("%+v", st)
 	log, err := os.ReadFile(filepath.Join(s.Dir, "worker.log"))
 	require.NoError(t, err)
-	for _, secret := range []string{oneSecret, oneSecret2, twoSecret, threeSecret} {
+	for _, secret := range []string{oneSecret, oneSecret2, twoSecret, threeSecret, badTier} {
 		found, err := s.HistoriesContaining(secret)
 		require.NoError(t, err)
 		require.Empty(t, found, "workflow histories holding %q", secret)
