@@ -84,6 +84,11 @@ func TestAKustomizationOverAChartCannotFetch(t *testing.T) {
 	root := writeRepo(t, files)
 	_, _, err := renderFor(t, root, "app", fleet.ClusterInfo{Name: "c"}, "")
 	require.ErrorContains(t, err, `app/overlays/dev/kustomization.yaml: resources "https://example.com/evil.yaml": kustomize would fetch it`)
+
+	delete(files, "app/overlays/dev/kustomization.yaml")
+	root = writeRepo(t, files)
+	_, _, err = renderFor(t, root, "app", fleet.ClusterInfo{Name: "c"}, "")
+	require.EqualError(t, err, `bundle "app": kustomize.dir "app/overlays/dev": no kustomization.yaml, kustomization.yml or Kustomization to build the chart's output with`)
 }
 
 func decode(t *testing.T, stream string) []map[string]any {

@@ -226,6 +226,9 @@ func kustomizeOver(root, dir string, chartOutput []byte) ([]byte, error) {
 // well fail (a patch of the chart's objects finds nothing to patch); only a refusal (a remote reference,
 // a path out of the repository, the read limit) is an error here, as it would be then.
 func kustomizeInputs(root, dir string) ([]byte, error) {
+	if exists(root, dir) && !hasKustomization(root, dir) {
+		return nil, fmt.Errorf("kustomize.dir %q: no %s to build the chart's output with", dir, kustomizationFiles())
+	}
 	reads := map[string][]byte{}
 	_, err := buildKustomize(root, dir, MaxKustomizeRead, kustomizeBuild{overChart: true, listOutput: true, reads: reads})
 	var refused *refusedError
@@ -296,7 +299,7 @@ func (f *repoFS) addChartOutput(dir string, output []byte, list bool) error {
 		}
 	}
 	if file == "" {
-		return fmt.Errorf("%s: no %s to build the chart's output with", dir, strings.Join(konfig.RecognizedKustomizationFileNames(), ", "))
+		return fmt.Errorf("%s: no %s to build the chart's output with", dir, kustomizationFiles())
 	}
 	data, err := f.repo.ReadFile(file)
 	if err != nil {
@@ -334,4 +337,10 @@ func hasObjects(stream []byte) bool {
 			return true
 		}
 	}
+}
+
+// kustomizationFiles names the files kustomize takes a kustomization from, for messages.
+func kustomizationFiles() string {
+	names := konfig.RecognizedKustomizationFileNames()
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
