@@ -146,7 +146,7 @@ func ForCluster(in Input) (*Release, error) {
 		rel.Chart = emptyChart(rel.Name, extra)
 	}
 	labels := map[string]string{api.LabelBundle: b.Name, api.LabelGitRepo: in.GitRepo}
-	rel.PostRenderer = &postRenderer{extra: extra, forceNamespace: forced, labels: labels}
+	rel.PostRenderer = &postRenderer{extra: extra, forceNamespace: forced, labels: labels, keepCRDs: !opts.DeleteCRDResources}
 	if rel.DeploymentID, err = deploymentID(rel, extra, forced); err != nil {
 		return fail(err)
 	}
@@ -250,6 +250,10 @@ func deploymentID(rel *Release, extra []byte, forced string) (string, error) {
 	if rel.SyncGeneration != 0 {
 		// Only when set, so that every deployment ID from before it existed stays the same.
 		place = append(place, rel.SyncGeneration)
+	}
+	if o.DeleteCRDResources {
+		// Likewise: it changes what an uninstall leaves, so the release must be upgraded to record it.
+		place = append(place, "deleteCRDResources")
 	}
 	placement, _ := json.Marshal(place)
 	h.Write(placement)
