@@ -148,7 +148,8 @@ func ApplyRequestFor(rel *render.Release, gitRepo, cluster, commit string) agent
 		CreateNamespace:    true,
 		ConfineToNamespace: rel.ForcedNamespace,
 		MaxHistory:         maxHistory(rel.Options),
-		Description:        fmt.Sprintf("flotilla: gitrepo %s commit %s", gitRepo, api.ShortCommit(commit)),
+		NamespaceLabels:    rel.Options.NamespaceLabels, NamespaceAnnotations: rel.Options.NamespaceAnnotations,
+		Description: fmt.Sprintf("flotilla: gitrepo %s commit %s", gitRepo, api.ShortCommit(commit)),
 	}
 	if rel.Options.KeepResources {
 		req.Labels[api.LabelKeepResources] = "true"

@@ -46,6 +46,10 @@ type ApplyRequest struct {
 	WaitForJobs        bool
 	Atomic             bool // install: uninstall on failure; upgrade: roll back on failure (implies Wait)
 	Description        string
+	// NamespaceLabels and NamespaceAnnotations are set on the release namespace before anything is
+	// applied (fleet.yaml namespaceLabels, namespaceAnnotations); Pod Security labels are left alone.
+	NamespaceLabels      map[string]string
+	NamespaceAnnotations map[string]string
 }
 
 // ApplyResult is the revision an Install or Upgrade wrote.
@@ -98,6 +102,9 @@ func (c *Client) Install(ctx context.Context, r ApplyRequest) (ApplyResult, erro
 		if err := confine(cfg, r.ConfineToNamespace); err != nil {
 			return ApplyResult{}, c.errorf(r.Namespace, r.Name, "install", err)
 		}
+		if err := c.ensureNamespaceMetadata(ctx, r.Namespace, r.NamespaceLabels, r.NamespaceAnnotations); err != nil {
+			return ApplyResult{}, c.errorf(r.Namespace, r.Name, "install", fmt.Errorf("namespaceLabels/namespaceAnnotations: %w", err))
+		}
 		in := action.NewInstall(cfg)
 		in.ReleaseName, in.Namespace = r.Name, r.Namespace
 		in.CreateNamespace = r.CreateNamespace
@@ -138,6 +145,9 @@ func (c *Client) Upgrade(ctx context.Context, r ApplyRequest) (ApplyResult, erro
 		labels, err := replacingLabels(cfg, r.Name, r.Labels)
 		if err != nil {
 			return ApplyResult{}, c.errorf(r.Namespace, r.Name, "upgrade", err)
+		}
+		if err := c.ensureNamespaceMetadata(ctx, r.Namespace, r.NamespaceLabels, r.NamespaceAnnotations); err != nil {
+			return ApplyResult{}, c.errorf(r.Namespace, r.Name, "upgrade", fmt.Errorf("namespaceLabels/namespaceAnnotations: %w", err))
 		}
 		up := action.NewUpgrade(cfg)
 		up.Namespace = r.Namespace

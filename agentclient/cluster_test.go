@@ -61,6 +61,7 @@ func TestAgainstARealCluster(t *testing.T) {
 	t.Run("a failed drift correction leaves history alone unless keepFailHistory", func(t *testing.T) { failedRollbackHistory(ctx, t, c) })
 	t.Run("compare patches hide known drift; a dropped object is orphaned", func(t *testing.T) { comparePatchesAndOrphans(ctx, t, c) })
 	t.Run("uninstall can keep the objects", func(t *testing.T) { uninstallKeepingResources(ctx, t, c) })
+	t.Run("namespace labels and annotations are set before the release is applied", func(t *testing.T) { namespaceMetadata(ctx, t, c) })
 	t.Run("list releases by label", func(t *testing.T) { listByLabel(ctx, t, c) })
 	t.Run("objects the apiserver rejects are invalid", func(t *testing.T) { rejectedObjectsAreInvalid(ctx, t, c) })
 	t.Run("a confined release writes and reads nothing outside its namespace", func(t *testing.T) { confinedReleasesStayInTheirNamespace(ctx, t, c) })
@@ -291,6 +292,31 @@ func uninstallKeepingResources(ctx context.Context, t *testing.T, c *Client) {
 
 	require.NoError(t, c.Uninstall(ctx, ns, "gone", false), "uninstalling a missing release is a no-op")
 	require.NoError(t, c.Uninstall(ctx, ns, "gone", true))
+}
+
+func namespaceMetadata(ctx context.Context, t *testing.T, c *Client) {
+	ns := "labelled"
+	r := apply(ns, "web", nil)
+	r.NamespaceLabels = map[string]string{"team": "web", "pod-security.kubernetes.io/enforce": "privileged"}
+	r.NamespaceAnnotations = map[string]string{"owner": "web-team"}
+	_, err := c.Install(ctx, r)
+	require.NoError(t, err)
+	got, err := c.clientset.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "web", got.Labels["team"])
+	require.Equal(t, "web-team", got.Annotations["owner"])
+	require.NotContains(t, got.Labels, "pod-security.kubernetes.io/enforce", "a bundle cannot loosen the namespace's Pod Security")
+
+	// Changed on the next upgrade; labels set by someone else stay.
+	_, err = c.clientset.CoreV1().Namespaces().Patch(ctx, ns, types.MergePatchType, []byte(`{"metadata":{"labels":{"admin":"yes"}}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	r.NamespaceLabels = map[string]string{"team": "web-2"}
+	_, err = c.Upgrade(ctx, r)
+	require.NoError(t, err)
+	got, err = c.clientset.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "web-2", got.Labels["team"])
+	require.Equal(t, "yes", got.Labels["admin"])
 }
 
 func listByLabel(ctx context.Context, t *testing.T, c *Client) {

@@ -66,7 +66,8 @@ type GitRepoSpec struct {
 	ClientSecretName string `json:"clientSecretName,omitempty"`
 	// ForceSyncGeneration, when increased, redeploys every bundle.
 	ForceSyncGeneration int64 `json:"forceSyncGeneration,omitempty"`
-	// ServiceAccount is accepted for compatibility; Flotilla applies with the cluster's kubeconfig identity.
+	// ServiceAccount is refused by `flotilla apply`: Flotilla applies with the cluster's kubeconfig identity
+	// and does not impersonate yet.
 	ServiceAccount string `json:"serviceAccount,omitempty"`
 }
 

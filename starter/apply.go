@@ -118,6 +118,11 @@ func parseDocuments(file string, data []byte) ([]document, error) {
 		if err := yaml.UnmarshalStrict(raw, target); err != nil {
 			return nil, fmt.Errorf("%s: document %d (%s %q): %w", file, i+1, head.Kind, head.Metadata.Name, err)
 		}
+		if d.gitRepo != nil && d.gitRepo.Spec.ServiceAccount != "" {
+			// Applying with the cluster's own identity would silently drop the restriction the user asked for.
+			return nil, fmt.Errorf("%s: document %d (GitRepo %q): spec.serviceAccount %q: impersonating a service account is not supported yet; "+
+				"remove it, or give the cluster a kubeconfig with only the rights the GitRepo needs", file, i+1, head.Metadata.Name, d.gitRepo.Spec.ServiceAccount)
+		}
 		docs = append(docs, d)
 	}
 	if len(docs) == 0 {

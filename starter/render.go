@@ -162,7 +162,7 @@ func renderFolder(cmd *cobra.Command, f *renderFlags, dir string) error {
 			res.Bundles = append(res.Bundles, bundleResult{Bundle: ref.Name, Path: ref.Path, Skipped: "its fleet.yaml overrideTargets do not target this cluster"})
 			continue
 		}
-		res.Bundles = append(res.Bundles, renderBundle(render.Input{RepoRoot: root, Bundle: b, Cluster: info, GitRepo: name}))
+		res.Bundles = append(res.Bundles, renderBundle(render.Input{RepoRoot: root, Bundle: b, Cluster: info, GitRepo: name}, false))
 	}
 	if err := writeResults(cmd.OutOrStdout(), f.output, []clusterResult{res}, false); err != nil {
 		return err
@@ -204,19 +204,55 @@ type bundleResult struct {
 	Release       string `json:"release,omitempty"`
 	Namespace     string `json:"namespace,omitempty"`
 	Customization string `json:"targetCustomization,omitempty"`
+	Skipped       string `json:"skipped,omitempty"`
+	Error         string `json:"error,omitempty"`
+	// Options are the bundle's effective options on this cluster: fleet.yaml, its targetCustomizations and
+	// the GitRepo merged as the worker merges them.
+	Options *effectiveOptions `json:"options,omitempty"`
 	// ValuesFrom names the cluster's ConfigMap and Secret keys (helm.valuesFrom) whose values the worker
 	// merges over these when it checks and applies the bundle. A preview reads no cluster, as `fleet test`
 	// reads none: the objects are rendered without them.
 	ValuesFrom []string         `json:"valuesFrom,omitempty"`
-	Skipped    string           `json:"skipped,omitempty"`
-	Error      string           `json:"error,omitempty"`
 	Objects    []map[string]any `json:"objects,omitempty"`
 	manifest   []byte
 }
 
+// effectiveOptions are the options that decide what the worker does with a bundle on a cluster, beyond
+// its objects. JSON names are a contract (`render -o json`).
+type effectiveOptions struct {
+	CorrectDrift      bool `json:"correctDrift"`
+	CorrectDriftForce bool `json:"correctDriftForce,omitempty"`
+	KeepResources     bool `json:"keepResources"`
+	Paused            bool `json:"paused"`
+	// SyncGeneration is the GitRepo's forceSyncGeneration the cluster reports once it applied the bundle.
+	SyncGeneration int64 `json:"syncGeneration"`
+	// ForceSyncGeneration is the bundle's own (fleet.yaml or targetCustomization): raising it redeploys it.
+	ForceSyncGeneration int64 `json:"forceSyncGeneration,omitempty"`
+}
+
+func optionsOf(rel *render.Release, gitRepoPaused bool) *effectiveOptions {
+	o := &effectiveOptions{KeepResources: rel.Options.KeepResources, Paused: rel.Paused || gitRepoPaused,
+		SyncGeneration: rel.SyncGeneration, ForceSyncGeneration: rel.Options.ForceSyncGeneration}
+	if cd := rel.Options.CorrectDrift; cd != nil {
+		o.CorrectDrift, o.CorrectDriftForce = cd.Enabled, cd.Enabled && cd.Force
+	}
+	return o
+}
+
+func (o *effectiveOptions) String() string {
+	s := fmt.Sprintf("correctDrift=%t keepResources=%t paused=%t syncGeneration=%d", o.CorrectDrift, o.KeepResources, o.Paused, o.SyncGeneration)
+	if o.CorrectDriftForce {
+		s += " correctDrift.force=true"
+	}
+	if o.ForceSyncGeneration != 0 {
+		s += fmt.Sprintf(" forceSyncGeneration=%d", o.ForceSyncGeneration)
+	}
+	return s
+}
+
 // renderBundle renders one bundle for one cluster exactly as the worker does (render.ForCluster, then
 // Helm's client-only install with the post-renderer), without Flotilla's ownership labels.
-func renderBundle(in render.Input) bundleResult {
+func renderBundle(in render.Input, gitRepoPaused bool) bundleResult {
 	b := in.Bundle
 	out := bundleResult{Bundle: b.Name, Path: b.Path}
 	rel, err := render.ForCluster(in)
@@ -225,6 +261,7 @@ func renderBundle(in render.Input) bundleResult {
 		return out
 	}
 	out.Release, out.Namespace, out.Customization = rel.Name, rel.Namespace, rel.Customization
+	out.Options = optionsOf(rel, gitRepoPaused)
 	for _, src := range rel.ValuesFrom {
 		out.ValuesFrom = append(out.ValuesFrom, src.String())
 	}
@@ -292,6 +329,9 @@ func writeResults(w io.Writer, format string, results []clusterResult, clusterHe
 				fmt.Fprintf(&buf, ", targetCustomization %s", b.Customization)
 			}
 			buf.WriteString("\n")
+			if b.Options != nil {
+				fmt.Fprintf(&buf, "# Options: %s\n", b.Options)
+			}
 			if len(b.ValuesFrom) > 0 {
 				fmt.Fprintf(&buf, "# Rendered without the values the cluster holds in valuesFrom %s (read on the cluster when deployed)\n",
 					strings.Join(b.ValuesFrom, ", "))

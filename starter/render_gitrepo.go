@@ -69,7 +69,8 @@ func renderGitRepo(cmd *cobra.Command, g *globals, f *renderFlags) error {
 			res.Bundles = append(res.Bundles, renderBundle(render.Input{
 				RepoRoot: dir, Bundle: b.Bundle, Cluster: info, GitRepo: gr.Metadata.Name, Commit: commit,
 				TargetNamespace: gr.Spec.TargetNamespace, KeepResources: gr.Spec.KeepResources, CorrectDrift: gr.Spec.CorrectDrift,
-			}))
+				ForceSyncGeneration: gr.Spec.ForceSyncGeneration,
+			}, gr.Spec.Paused))
 		}
 		if len(res.Bundles) > 0 {
 			results = append(results, res)

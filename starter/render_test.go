@@ -240,6 +240,41 @@ func TestRenderHelmKustomizePatchesTheChartOutput(t *testing.T) {
 	require.Equal(t, "leader", field(object(t, objs, "Service", "redis-follower"), "spec", "selector", "role"))
 }
 
+// The preview says what the worker will do with a bundle beyond its objects: correctDrift, keepResources
+// and paused as fleet.yaml and the matching targetCustomization merge them, per cluster.
+func TestRenderShowsEachClustersEffectiveOptions(t *testing.T) {
+	dir := t.TempDir()
+	write := func(rel, content string) {
+		p := filepath.Join(dir, rel)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+	}
+	write("app/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app}\ndata: {a: b}\n")
+	write("app/fleet.yaml", `correctDrift: {enabled: true}
+targetCustomizations:
+- name: prod
+  clusterSelector: {matchLabels: {env: prod}}
+  keepResources: true
+  correctDrift: {enabled: false}
+  forceSyncGeneration: 3
+`)
+	options := func(args ...string) map[string]any {
+		stdout, stderr, err := flotilla(t, append([]string{"render", dir, "-o", "json"}, args...)...)
+		require.NoError(t, err, stderr)
+		var res []map[string]any
+		require.NoError(t, json.Unmarshal([]byte(stdout), &res))
+		return res[0]["bundles"].([]any)[0].(map[string]any)["options"].(map[string]any)
+	}
+	require.Equal(t, map[string]any{"correctDrift": true, "keepResources": false, "paused": false, "syncGeneration": 0.0},
+		options("-l", "env=dev"), "dev: fleet.yaml's correctDrift")
+	require.Equal(t, map[string]any{"correctDrift": false, "keepResources": true, "paused": false, "syncGeneration": 0.0,
+		"forceSyncGeneration": 3.0}, options("-l", "env=prod"), "prod: its customization's")
+
+	stdout, _, err := flotilla(t, "render", dir, "-l", "env=prod")
+	require.NoError(t, err)
+	require.Contains(t, stdout, "# Options: correctDrift=false keepResources=true paused=false syncGeneration=0 forceSyncGeneration=3\n")
+}
+
 // A preview reads no cluster, as `fleet test` reads none: a bundle with helm.valuesFrom renders from its
 // other values, and the output says which of the cluster's ConfigMap and Secret keys the worker merges over them.
 func TestRenderNamesTheValuesFromSourcesItDoesNotRead(t *testing.T) {

@@ -1,11 +1,14 @@
 package tests
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/internal/localk8s"
@@ -38,6 +41,8 @@ func TestWhatLeavesAClusterIsUninstalledAndOnlyThat(t *testing.T) {
 		"web/cm.yaml":     fmt.Sprintf(configMapV, "web"),
 		"api/fleet.yaml":  "defaultNamespace: api\n",
 		"api/cm.yaml":     fmt.Sprintf(configMapV, "api"),
+		"kept/fleet.yaml": "defaultNamespace: kept\nkeepResources: true\n",
+		"kept/cm.yaml":    fmt.Sprintf(configMapV, "kept"),
 		"edge/fleet.yaml": edge,
 		"edge/cm.yaml":    fmt.Sprintf(configMapV, "edge"),
 		"README.md":       "# fleet\n",
@@ -49,9 +54,14 @@ func TestWhatLeavesAClusterIsUninstalledAndOnlyThat(t *testing.T) {
 	require.Contains(t, s.Releases("one", "shop"), "shop-api")
 	require.Contains(t, s.Releases("two", "shop"), "shop-edge")
 
-	// The api bundle is deleted from the repository: its release goes, web's is not touched.
-	repo.Commit(map[string]string{"api/fleet.yaml": "", "api/cm.yaml": ""}, "remove api")
+	// The api bundle is deleted from the repository: its release goes, web's is not touched. So does
+	// kept's, whose own fleet.yaml says keepResources: its objects stay.
+	repo.Commit(map[string]string{"api/fleet.yaml": "", "api/cm.yaml": "", "kept/fleet.yaml": "", "kept/cm.yaml": ""}, "remove api and kept")
 	require.Eventually(t, releaseGone(s, "one", "shop", "shop-api"), 2*time.Minute, 200*time.Millisecond, "api uninstalled")
+	require.Eventually(t, releaseGone(s, "one", "shop", "shop-kept"), 2*time.Minute, 200*time.Millisecond, "kept uninstalled")
+	require.Equal(t, "kept", s.ConfigMapData("one", "kept", "app")["v"], "fleet.yaml keepResources keeps the objects")
+	_, err := s.Kube("one").CoreV1().ConfigMaps("api").Get(context.Background(), "app", metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "api's objects are gone: %v", err)
 	require.Len(t, s.History("one", "web", "shop-web"), 1, "web was not redeployed")
 
 	// edge's fleet.yaml stops loading: it stays where it ran, cluster two, which only its overrideTargets

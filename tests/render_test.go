@@ -27,6 +27,8 @@ func TestRenderGitRepoPreviewsEveryTargetedCluster(t *testing.T) {
 	s.AddCluster("edge-1", "a", map[string]string{"region": "edge"}, fqdnValues("edge-1.example.com"))
 	s.AddCluster("edge-2", "b", map[string]string{"region": "edge"}, fqdnValues(""))
 	s.Apply(harness.GitRepoYAML("edges", repo.URL(), `  paths: [web]
+  correctDrift: {enabled: true}
+  forceSyncGeneration: 2
   targets:
   - clusterSelector: {matchLabels: {region: edge}}
 `))
@@ -43,7 +45,8 @@ func TestRenderGitRepoPreviewsEveryTargetedCluster(t *testing.T) {
 	require.Contains(t, res.Stderr, "1 of 2 clusters fail to render: edge-2")
 	require.NotContains(t, res.Stderr, "edge-1.example.com", "objects go to stdout only")
 
-	require.Contains(t, res.Stdout, "# Cluster: edge-1\n# Source: bundle edges-web (web): release edges-web in namespace web\n")
+	require.Contains(t, res.Stdout, "# Cluster: edge-1\n# Source: bundle edges-web (web): release edges-web in namespace web\n"+
+		"# Options: correctDrift=true keepResources=false paused=false syncGeneration=2\n", "the GitRepo's options, as the worker applies them")
 	require.Contains(t, res.Stdout, `fqdn: edge-1.example.com`)
 	require.Contains(t, res.Stdout, "# Cluster: edge-2\n# Source: bundle edges-web (web): FAILED: ")
 	require.NotContains(t, res.Stdout, "flotilla.dev/")

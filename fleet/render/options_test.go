@@ -46,3 +46,33 @@ func TestTheBundlesOwnOptionsReachTheRelease(t *testing.T) {
 		require.Equal(t, dir == "own", rel.Paused, dir)
 	}
 }
+
+// A CustomResourceDefinition a bundle deploys is kept when the bundle is uninstalled, with every custom
+// resource of its kind, as in Fleet; deleteCRDResources lets the uninstall delete it. Bundles without it
+// keep the deployment IDs they had.
+func TestCRDsAreKeptOnUninstallUnlessDeleteCRDResources(t *testing.T) {
+	crd := "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\n" +
+		"spec:\n  group: example.com\n  names: {kind: Widget, plural: widgets}\n  scope: Namespaced\n" +
+		"  versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}]\n"
+	root := writeRepo(t, map[string]string{
+		"keep/crd.yaml":     crd,
+		"delete/crd.yaml":   crd,
+		"delete/fleet.yaml": "deleteCRDResources: true\n",
+	})
+	manifest := func(dir string, deleteCRDs bool) (*Release, string) {
+		b, err := bundle.Load(root, bundle.Ref{Name: "app", Path: dir})
+		require.NoError(t, err)
+		b.FleetYAML.DeleteCRDResources = b.FleetYAML.DeleteCRDResources || deleteCRDs
+		rel, err := ForCluster(Input{RepoRoot: root, Bundle: b, Cluster: fleet.ClusterInfo{Name: "c"}, GitRepo: "g"})
+		require.NoError(t, err)
+		out, err := Template(rel, TemplateOptions{})
+		require.NoError(t, err)
+		return rel, string(out)
+	}
+	keep, kept := manifest("keep", false)
+	require.Contains(t, kept, "helm.sh/resource-policy: keep")
+	_, deleted := manifest("delete", false)
+	require.NotContains(t, deleted, "helm.sh/resource-policy", "fleet.yaml deleteCRDResources")
+	del, _ := manifest("keep", true)
+	require.NotEqual(t, keep.DeploymentID, del.DeploymentID, "turning deleteCRDResources on upgrades the release")
+}

@@ -25,6 +25,9 @@ type postRenderer struct {
 	extra          []byte
 	forceNamespace string
 	labels         map[string]string
+	// keepCRDs marks every CustomResourceDefinition `helm.sh/resource-policy: keep`, as Fleet does unless
+	// deleteCRDResources: uninstalling a bundle must not delete every custom resource of its kinds.
+	keepCRDs bool
 	// kustomize, when set, is the kustomize.dir of a bundle with a chart: the chart's output goes through it.
 	kustomize *chartKustomization
 }
@@ -33,6 +36,8 @@ type postRenderer struct {
 type chartKustomization struct {
 	root, dir string
 }
+
+const resourcePolicyKeep = "helm.sh/resource-policy"
 
 // Run implements helm's postrender.PostRenderer.
 func (p *postRenderer) Run(rendered *bytes.Buffer) (*bytes.Buffer, error) {
@@ -79,6 +84,16 @@ func (p *postRenderer) Run(rendered *bytes.Buffer) (*bytes.Buffer, error) {
 				return nil, fmt.Errorf("%s %v is cluster-scoped and cannot be deployed with a forced namespace %q", strings.ToLower(kind), meta["name"], p.forceNamespace)
 			}
 			meta["namespace"] = p.forceNamespace
+		}
+		if p.keepCRDs && kind == "CustomResourceDefinition" {
+			annotations, _ := meta["annotations"].(map[string]any)
+			if annotations == nil {
+				annotations = map[string]any{}
+			}
+			if _, set := annotations[resourcePolicyKeep]; !set {
+				annotations[resourcePolicyKeep] = "keep"
+			}
+			meta["annotations"] = annotations
 		}
 		if len(p.labels) > 0 {
 			labels, _ := meta["labels"].(map[string]any)

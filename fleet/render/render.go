@@ -169,7 +169,8 @@ func ForCluster(in Input) (*Release, error) {
 		rel.Chart = emptyChart(rel.Name, extra)
 	}
 	labels := map[string]string{api.LabelBundle: b.Name, api.LabelGitRepo: in.GitRepo}
-	rel.PostRenderer = &postRenderer{extra: extra, forceNamespace: forced, labels: labels, kustomize: overChart}
+	rel.PostRenderer = &postRenderer{extra: extra, forceNamespace: forced, labels: labels, keepCRDs: !opts.DeleteCRDResources,
+		kustomize: overChart}
 	if rel.DeploymentID, err = deploymentID(rel, extra, forced, kustomizeDigest); err != nil {
 		return fail(err)
 	}
@@ -279,6 +280,10 @@ func deploymentID(rel *Release, extra []byte, forced string, kustomizeDigest []b
 	if rel.SyncGeneration != 0 {
 		// Only when set, so that every deployment ID from before it existed stays the same.
 		place = append(place, rel.SyncGeneration)
+	}
+	if o.DeleteCRDResources {
+		// Likewise: it changes what an uninstall leaves, so the release must be upgraded to record it.
+		place = append(place, "deleteCRDResources")
 	}
 	placement, _ := json.Marshal(place)
 	h.Write(placement)
