@@ -34,7 +34,7 @@ func renderGitRepo(cmd *cobra.Command, g *globals, f *renderFlags) error {
 	}
 	clusters := inv.Clusters
 	if f.cluster != "" {
-		cl, ok := inv.Cluster(f.cluster)
+		cl, ok := inv.Cluster("", f.cluster)
 		if !ok {
 			return fmt.Errorf("cluster %q is not registered", f.cluster)
 		}
@@ -60,7 +60,7 @@ func renderGitRepo(cmd *cobra.Command, g *globals, f *renderFlags) error {
 	for _, cl := range clusters {
 		info := inv.Info(cl)
 		res := clusterResult{Cluster: cl.Metadata.Name, Bundles: []bundleResult{}}
-		for _, i := range plan.For(bundles, info) {
+		for _, i := range plan.For(bundles, "", info) {
 			b := bundles[i]
 			if b.Err != nil {
 				res.Bundles = append(res.Bundles, bundleResult{Bundle: b.Ref.Name, Path: b.Ref.Path, Error: b.Err.Error()})
