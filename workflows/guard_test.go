@@ -36,7 +36,7 @@ func TestWhatAPlanMayRemoveWithoutApproval(t *testing.T) {
 		{"a bundle goes, the clusters stay", planOf(3, "a", "b"), planOf(1, "a", "b"), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := removalHold("shop", tc.prev, tc.next)
+			got := removalHold(api.KeyOf("", "shop"), tc.prev, tc.next)
 			if tc.held == "" {
 				require.Empty(t, got)
 				return
