@@ -16,7 +16,7 @@ import (
 
 // config is the worker's command line, each flag defaulting to its environment variable where it has one.
 type config struct {
-	address, namespace, taskQueue string
+	address, temporalNamespace, taskQueue string
 	cacheDir, credsFile           string
 	logLevel                      string
 	devLog                        bool
@@ -35,7 +35,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	}
 	var c config
 	fs.StringVar(&c.address, "address", envdefault.TemporalAddress(), "Temporal frontend host:port (env TEMPORAL_ADDRESS)")
-	fs.StringVar(&c.namespace, "namespace", envdefault.TemporalNamespace(), "Temporal namespace (env TEMPORAL_NAMESPACE)")
+	// --temporal-namespace, as in the CLI, where -n/--namespace is a GitRepo's workspace; the worker serves
+	// every workspace.
+	fs.StringVar(&c.temporalNamespace, "temporal-namespace", envdefault.TemporalNamespace(), "Temporal namespace (env TEMPORAL_NAMESPACE)")
 	fs.StringVar(&c.taskQueue, "task-queue", envdefault.TaskQueue(),
 		"task queue to poll, which sets this installation apart from others on the namespace (env FLOTILLA_TASK_QUEUE); the CLI takes the same")
 	fs.StringVar(&c.cacheDir, "cache-dir", envdefault.Or("FLOTILLA_CACHE_DIR", defaultCache), "where git checkouts are cached")
