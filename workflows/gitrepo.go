@@ -76,7 +76,7 @@ func GitRepoWorkflow(ctx workflow.Context, in GitRepoInput) error {
 	if err := validateWorkspace(in.GitRepo, in.Workspace); err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), api.ErrTypeInvalidGitRepo, nil)
 	}
-	g := &gitRepoRun{key: key, spec: in.GitRepo, paused: in.Spec.Paused}
+	g := &gitRepoRun{key: key, spec: withWorkspace(in.GitRepo, key), paused: in.Spec.Paused}
 	if in.Flotilla != nil {
 		g.opts = *in.Flotilla
 	}
@@ -114,6 +114,15 @@ func GitRepoWorkflow(ctx workflow.Context, in GitRepoInput) error {
 }
 
 func (g *gitRepoRun) name() string { return g.spec.Metadata.Name }
+
+// withWorkspace writes the namespace of a GitRepo outside fleet-default into a spec that names none, so
+// the spec query says where it runs; fleet-default specs are kept as they came, as before workspaces.
+func withWorkspace(spec fleet.GitRepo, key api.GitRepoKey) fleet.GitRepo {
+	if spec.Metadata.Namespace == "" && !key.IsDefault() {
+		spec.Metadata.Namespace = key.Namespace
+	}
+	return spec
+}
 
 func (g *gitRepoRun) pollingInterval() time.Duration {
 	if d, err := time.ParseDuration(g.spec.Spec.PollingInterval); err == nil && d > 0 {

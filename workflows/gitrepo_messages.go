@@ -63,7 +63,7 @@ func (g *gitRepoRun) addSignalHandlers(ctx workflow.Context, sel workflow.Select
 			return
 		}
 		repoChanged := spec.Spec.Repo != g.spec.Spec.Repo
-		g.spec = spec
+		g.spec = withWorkspace(spec, g.key)
 		g.paused = spec.Spec.Paused
 		g.carry.ForceSync = true
 		if repoChanged && workflow.GetVersion(ctx, repoSearchAttributeFollowsSpec, workflow.DefaultVersion, 1) == 1 {

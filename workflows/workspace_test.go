@@ -47,8 +47,12 @@ func TestAGitRepoOfAWorkspaceKeysEverythingByIt(t *testing.T) {
 		return nil
 	}, workflow.RegisterOptions{Name: api.ClusterWorkflowType})
 	var st api.GitRepoStatus
+	var spec fleet.GitRepo
 	env.RegisterDelayedCallback(func() {
 		report(env, ready("edge", 1))
+		v, err := env.QueryWorkflow(api.QuerySpec)
+		require.NoError(t, err)
+		require.NoError(t, v.Get(&spec))
 	}, 10*time.Second)
 	env.RegisterDelayedCallback(func() {
 		v, err := env.QueryWorkflow(api.QueryStatus)
@@ -57,7 +61,7 @@ func TestAGitRepoOfAWorkspaceKeysEverythingByIt(t *testing.T) {
 		env.SetContinueAsNewSuggested(true)
 	}, DefaultResyncInterval+time.Minute)
 
-	env.ExecuteWorkflow(GitRepoWorkflow, webIn("team-a", "team-a"))
+	env.ExecuteWorkflow(GitRepoWorkflow, webIn("team-a", ""))
 
 	require.NotEmpty(t, planned)
 	require.Equal(t, "team-a", planned[0].Namespace)
@@ -69,6 +73,7 @@ func TestAGitRepoOfAWorkspaceKeysEverythingByIt(t *testing.T) {
 	require.Equal(t, api.KeyOf("team-a", "web"), target.Key())
 	require.Equal(t, "gitrepo/team-a/web", target.Key().WorkflowID(), "where it reports")
 	require.Equal(t, "team-a", st.Namespace)
+	require.Equal(t, "team-a", spec.Metadata.Namespace, "a spec naming no namespace shows the one it runs in")
 	require.Equal(t, "web", st.Name)
 	require.Equal(t, api.StateReady, st.State)
 
