@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/flotilla-gitops/flotilla/activities"
-	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/agentclient"
+	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/fleet/bundle"
 	"github.com/flotilla-gitops/flotilla/fleet/render"

@@ -190,8 +190,12 @@ func clusterKey(c fleet.Cluster) string    { return entryKey(c.Metadata.Namespac
 func groupKey(g fleet.ClusterGroup) string { return entryKey(g.Metadata.Namespace, g.Metadata.Name) }
 
 // clusterName and groupName are how messages name an entry: with its workspace outside fleet-default.
-func clusterName(c fleet.Cluster) string    { return fleet.DisplayName(c.Metadata.Namespace, c.Metadata.Name) }
-func groupName(g fleet.ClusterGroup) string { return fleet.DisplayName(g.Metadata.Namespace, g.Metadata.Name) }
+func clusterName(c fleet.Cluster) string {
+	return fleet.DisplayName(c.Metadata.Namespace, c.Metadata.Name)
+}
+func groupName(g fleet.ClusterGroup) string {
+	return fleet.DisplayName(g.Metadata.Namespace, g.Metadata.Name)
+}
 
 // Cluster returns the cluster name of workspace ns (fleet-default when empty).
 func (inv *Inventory) Cluster(ns, name string) (fleet.Cluster, bool) {

@@ -16,14 +16,16 @@ import (
 
 // config is the worker's command line, each flag defaulting to its environment variable where it has one.
 type config struct {
-	address, temporalNamespace, taskQueue string
-	cacheDir, credsFile           string
-	logLevel                      string
-	devLog                        bool
-	maxActivities                 int
-	webhookListen, webhookSecret  string
-	webhookMaxBody                string
-	pprofListen                   string
+	address, taskQueue string
+	// temporalNamespace is --temporal-namespace: in the CLI, -n/--namespace is a GitRepo's workspace.
+	temporalNamespace            string
+	cacheDir, credsFile          string
+	logLevel                     string
+	devLog                       bool
+	maxActivities                int
+	webhookListen, webhookSecret string
+	webhookMaxBody               string
+	pprofListen                  string
 }
 
 // parseFlags reads the worker's flags from args into a config; main passes flag.CommandLine, which exits
