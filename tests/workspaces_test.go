@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/internal/localk8s"
@@ -18,7 +20,8 @@ import (
 // Two GitRepos named "web", one in workspace team-a and one in team-b, each workspace with a cluster
 // called "edge" of its own. Neither names targets, so each goes to its own workspace's "default" group:
 // each deploys only to its workspace's clusters, is read and steered with -n, and deleting one leaves the
-// other's releases, also on an API server both deploy to, where every release is labelled gitrepo=web.
+// other's releases, also on an API server both deploy to, where every release is labelled gitrepo=web. A
+// third web, fleet-default's, is refused team-a's release by its owner's name.
 func TestWorkspacesKeepSameNamedGitReposApart(t *testing.T) {
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "kube-a"}, {Name: "kube-b"}}})
 	repo := s.NewRepo(map[string]string{"app/cm.yaml": fmt.Sprintf(configMapV, "1")})
@@ -71,6 +74,28 @@ func TestWorkspacesKeepSameNamedGitReposApart(t *testing.T) {
 		listedClusters(t, s, "-A"))
 	require.Equal(t, map[string]string{"team-a/edge": s.K8s.Kubeconfig("kube-a")}, listedClusters(t, s, "-n", "team-a"))
 	require.Empty(t, listedClusters(t, s))
+
+	// fleet-default's own web, on a cluster of fleet-default on kube-a, with team-a's release namespace: it is
+	// refused team-a's release, which names team-a/web, and deleting it leaves that release alone, though
+	// both are labelled gitrepo=web and have one name and namespace.
+	s.AddCluster("shared", "kube-a", nil, nil)
+	s.Apply(web("team-a-app"))
+	s.WaitStatus("web", 2*time.Minute, "refused team-a's release", func(st api.GitRepoStatus) bool {
+		b, _ := json.Marshal(st.Clusters)
+		return strings.Contains(string(b), `belongs to GitRepo \"team-a/web\"`)
+	})
+	require.Contains(t, s.CLIRun("delete", "web"), "gitrepo/web: delete requested")
+	require.Eventually(t, func() bool {
+		d, err := s.Client.DescribeWorkflowExecution(context.Background(), api.GitRepoWorkflowID("web"), "")
+		return err == nil && d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+	}, 2*time.Minute, 250*time.Millisecond, "fleet-default's web ends")
+	require.Len(t, s.ReleasesOf("kube-a", teamA), 1, "team-a's release outlives fleet-default's web")
+	require.Equal(t, "1", s.ConfigMapData("kube-a", "team-a-app", "app")["v"])
+	for _, k := range []api.GitRepoKey{teamA, teamB} {
+		st, err := s.StatusOf(k)
+		require.NoError(t, err)
+		require.Equal(t, []string{"edge"}, clusterNames(st), "fleet-default's shared is not %s's", k)
+	}
 
 	// A second cluster of team-b, on kube-a: team-b's web now deploys there too, beside team-a's, and
 	// team-a's web, which plans again on the inventory change, still has its one edge.
