@@ -94,7 +94,7 @@ func (a *Activities) Plan(ctx context.Context, in api.PlanInput) (api.Plan, erro
 	for _, c := range inv.Clusters {
 		info := inv.Info(c)
 		pc := api.PlannedCluster{Name: c.Metadata.Name, Digest: inventory.Digest(c, info.Groups), Paused: c.Spec.Paused,
-			Bundles: plan.For(bundles, info)}
+			Bundles: plan.For(bundles, in.Key().Namespace, info)}
 		if len(pc.Bundles) > 0 {
 			p.Clusters = append(p.Clusters, pc)
 		}
@@ -119,18 +119,18 @@ func (a *Activities) handle(ctx context.Context, t api.ClusterTarget, ping bool)
 	if err != nil {
 		return nil, fmt.Errorf("reading the cluster inventory: %w", err)
 	}
-	c, ok := inv.Cluster(t.Cluster)
+	c, ok := inv.Cluster(t.Key().Namespace, t.Cluster)
 	if !ok {
-		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("cluster %q is not in the inventory", t.Cluster), api.ErrTypeUnknownCluster, nil)
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("cluster %q is not in the inventory", clusterRef(t)), api.ErrTypeUnknownCluster, nil)
 	}
 	info := inv.Info(c)
 	cl, err := a.Clusters.Get(agentclient.Config{KubeconfigPath: c.Spec.KubeConfigPath, Context: c.Spec.KubeConfigContext})
 	if err != nil {
-		return nil, temporal.NewApplicationError(fmt.Sprintf("cluster %q: %v", t.Cluster, err), api.ErrTypeUnreachable)
+		return nil, temporal.NewApplicationError(fmt.Sprintf("cluster %q: %v", clusterRef(t), err), api.ErrTypeUnreachable)
 	}
 	if ping {
 		if err := cl.Ping(ctx); err != nil {
-			return nil, temporal.NewApplicationError(fmt.Sprintf("cluster %q unreachable: %v", t.Cluster, err), api.ErrTypeUnreachable)
+			return nil, temporal.NewApplicationError(fmt.Sprintf("cluster %q unreachable: %v", clusterRef(t), err), api.ErrTypeUnreachable)
 		}
 	}
 	dir, err := a.Git.Checkout(ctx, t.Repo, t.Commit, t.ClientSecretName)
@@ -139,6 +139,10 @@ func (a *Activities) handle(ctx context.Context, t api.ClusterTarget, ping bool)
 	}
 	return &clusterHandle{info: info, client: cl, dir: dir, digest: inventory.Digest(c, info.Groups)}, nil
 }
+
+// clusterRef names a target's cluster in messages: with its workspace outside fleet-default, where a
+// cluster name is only unique within the workspace.
+func clusterRef(t api.ClusterTarget) string { return fleet.DisplayName(t.Namespace, t.Cluster) }
 
 // clusterError turns a cluster-level failure into a retryable, typed error that names the cluster.
 func (a *Activities) clusterError(cluster string, err error) error {

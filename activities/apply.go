@@ -27,7 +27,7 @@ func (a *Activities) Apply(ctx context.Context, in api.ApplyInput) (api.ApplyRes
 	defer stop()
 	res := api.ApplyResult{Bundles: make([]api.BundleApplyResult, len(in.Actions))}
 	if in.Sweep != nil {
-		removed, err := a.sweep(ctx, h.client, in.Target.GitRepo, in.Target.Cluster, h.info.ConfineToNamespace, *in.Sweep)
+		removed, err := a.sweep(ctx, h.client, in.Target.Key(), in.Target.Cluster, h.info.ConfineToNamespace, *in.Sweep)
 		res.Swept = removed
 		if err != nil {
 			if agentclient.IsUnreachable(err) {
@@ -111,8 +111,9 @@ func (a *Activities) applyBundle(ctx context.Context, h *clusterHandle, t api.Cl
 		out.Revision = rev
 		return out, nil
 	}
-	req := ApplyRequestFor(rel, t.GitRepo, t.Cluster, t.Commit)
-	check := chartcheck.Request{Cluster: t.Cluster, ClusterDigest: h.digest, DeploymentID: rel.DeploymentID, Apply: req, Latest: st}
+	req := ApplyRequestFor(rel, t.Key(), t.Cluster, t.Commit)
+	check := chartcheck.Request{Cluster: t.Cluster, ClusterDigest: h.digest, DeploymentID: rel.DeploymentID, Apply: req, Latest: st,
+		ClusterNamespace: t.Namespace}
 	if err := a.ChartCheck.Check(ctx, check); err != nil {
 		var limit *chartcheck.LimitError
 		if !errors.As(err, &limit) {
@@ -138,19 +139,18 @@ func (a *Activities) applyBundle(ctx context.Context, h *clusterHandle, t api.Cl
 // ApplyRequestFor is the Helm install or upgrade Apply makes for a rendered bundle: the release labels that
 // record its deployment ID and origin, and the bundle's Helm options. The benchmark's direct baseline makes
 // the very same call.
-func ApplyRequestFor(rel *render.Release, gitRepo, cluster, commit string) agentclient.ApplyRequest {
+func ApplyRequestFor(rel *render.Release, gitRepo api.GitRepoKey, cluster, commit string) agentclient.ApplyRequest {
 	req := agentclient.ApplyRequest{
 		Name: rel.Name, Namespace: rel.Namespace, Chart: rel.Chart, Values: rel.Values, PostRenderer: rel.PostRenderer,
-		Labels: map[string]string{
-			api.LabelDeploymentID: rel.DeploymentID, api.LabelGitRepo: gitRepo, api.LabelBundle: rel.Bundle,
-			api.LabelCluster: cluster, api.LabelCommit: api.ShortCommit(commit),
-		},
+		Labels:             gitRepo.OwnerLabels(),
 		CreateNamespace:    true,
 		ConfineToNamespace: rel.ForcedNamespace,
 		MaxHistory:         maxHistory(rel.Options),
 		NamespaceLabels:    rel.Options.NamespaceLabels, NamespaceAnnotations: rel.Options.NamespaceAnnotations,
 		Description: fmt.Sprintf("flotilla: gitrepo %s commit %s", gitRepo, api.ShortCommit(commit)),
 	}
+	req.Labels[api.LabelDeploymentID], req.Labels[api.LabelBundle] = rel.DeploymentID, rel.Bundle
+	req.Labels[api.LabelCluster], req.Labels[api.LabelCommit] = cluster, api.ShortCommit(commit)
 	if rel.Options.KeepResources {
 		req.Labels[api.LabelKeepResources] = "true"
 	}

@@ -61,7 +61,7 @@ func (a *Activities) inventoryFor(ctx context.Context, t api.ClusterTarget) (inv
 	inv, fresh := c.inv, time.Since(c.read) < inventoryCacheTTL
 	c.mu.Unlock()
 	if fresh && t.ClusterDigest != "" {
-		if cl, ok := inv.Cluster(t.Cluster); ok && inventory.Digest(cl, inv.Info(cl).Groups) == t.ClusterDigest {
+		if cl, ok := inv.Cluster(t.Key().Namespace, t.Cluster); ok && inventory.Digest(cl, inv.Info(cl).Groups) == t.ClusterDigest {
 			return inv, nil
 		}
 	}

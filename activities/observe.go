@@ -112,6 +112,7 @@ func (a *Activities) observeStuck(ctx context.Context, h *clusterHandle, t api.C
 		}
 		return nil
 	}
+	rels = ownedBy(rels, t.Key())
 	if len(rels) == 0 {
 		return nil
 	}

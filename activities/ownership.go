@@ -8,7 +8,8 @@ import (
 	"github.com/flotilla-gitops/flotilla/fleet/render"
 )
 
-// A release that exists under a bundle's name may belong to someone else: another GitRepo, another bundle
+// A release that exists under a bundle's name may belong to someone else: another GitRepo (one of the same
+// name in another workspace included: a release without a namespace label is fleet-default's), another bundle
 // of this GitRepo, or no Flotilla GitRepo at all (installed by hand, by Fleet, by another tool). Flotilla
 // never upgrades, rolls back, repairs or uninstalls such a release unless the bundle sets
 // helm.takeOwnership: last-writer-wins would have two GitRepos overwrite each other at every check, and
@@ -23,13 +24,18 @@ func releaseConflict(st agentclient.ReleaseState, rel *render.Release, t api.Clu
 	if rel.Options.Helm != nil && rel.Options.Helm.TakeOwnership {
 		return ""
 	}
-	owner, ownerBundle := st.Labels[api.LabelGitRepo], st.Labels[api.LabelBundle]
+	owner, ownerBundle, self := api.ReleaseOwner(st.Labels), st.Labels[api.LabelBundle], t.Key()
 	var whose string
 	switch {
-	case owner == "":
+	case owner.Name == "":
 		whose = "was not installed by Flotilla"
-	case owner != t.GitRepo:
-		whose = fmt.Sprintf("belongs to GitRepo %q (bundle %q)", owner, ownerBundle)
+	case owner != self:
+		// A GitRepo of the same name in another workspace is another GitRepo: name both workspaces then.
+		name := owner.String()
+		if owner.Namespace != self.Namespace {
+			name = owner.Qualified()
+		}
+		whose = fmt.Sprintf("belongs to GitRepo %q (bundle %q)", name, ownerBundle)
 	case ownerBundle != rel.Bundle && targetHasBundle(t, ownerBundle):
 		whose = fmt.Sprintf("belongs to bundle %q of this GitRepo", ownerBundle)
 	default:

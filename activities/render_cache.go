@@ -37,7 +37,7 @@ const renderCacheSize = 4096
 // may come from the cache without them.
 func (a *Activities) render(h *clusterHandle, t api.ClusterTarget, ref api.BundleRef, forApply bool) (*render.Release, error) {
 	key := strings.Join([]string{h.dir, ref.Path, ref.Name, t.GitRepo, h.info.Name, h.digest, h.info.ConfineToNamespace,
-		t.Options.TargetNamespace, fmt.Sprint(t.Options.KeepResources, t.Options.ForceSyncGeneration)}, "\x00")
+		t.Options.TargetNamespace, fmt.Sprint(t.Options.KeepResources, t.Options.ForceSyncGeneration), t.Namespace}, "\x00")
 	c := &a.renders
 	c.mu.Lock()
 	if e, ok := c.entries[key]; ok && (e.full || !forApply) {
@@ -58,7 +58,7 @@ func (a *Activities) render(h *clusterHandle, t api.ClusterTarget, ref api.Bundl
 	rel, err := render.ForCluster(render.Input{
 		RepoRoot: h.dir, Bundle: b, Cluster: h.info, GitRepo: t.GitRepo, Commit: t.Commit,
 		TargetNamespace: t.Options.TargetNamespace, KeepResources: t.Options.KeepResources, CorrectDrift: t.Options.CorrectDrift,
-		ForceSyncGeneration: t.Options.ForceSyncGeneration,
+		ForceSyncGeneration: t.Options.ForceSyncGeneration, GitRepoNamespace: t.Namespace,
 	})
 	if err != nil {
 		return nil, err

@@ -17,7 +17,13 @@ import (
 // Temporal's visibility.
 func (a *Activities) ListClusterWorkflows(ctx context.Context, in api.ListClusterWorkflowsInput) (api.ListClusterWorkflowsResult, error) {
 	res := api.ListClusterWorkflowsResult{Clusters: []string{}}
-	err := a.eachWorkflow(ctx, api.RunningClusterWorkflowsQuery(a.TaskQueue, in.GitRepo), func(e *workflowpb.WorkflowExecutionInfo) error {
+	key := in.Key()
+	err := a.eachWorkflow(ctx, api.RunningClusterWorkflowsQuery(a.TaskQueue, key), func(e *workflowpb.WorkflowExecutionInfo) error {
+		// The query of a fleet-default GitRepo also finds the cluster workflows of GitRepos of its name in
+		// other workspaces (RunningClusterWorkflowsQuery): the ID says whose each is.
+		if owner, _, ok := api.ParseClusterWorkflowID(e.GetExecution().GetWorkflowId()); !ok || owner != key {
+			return nil
+		}
 		if p := e.GetSearchAttributes().GetIndexedFields()[api.SearchAttrCluster]; p != nil {
 			var name string
 			if err := converter.GetDefaultDataConverter().FromPayload(p, &name); err == nil {

@@ -86,3 +86,26 @@ func TestNotifyGitReposSyncsEveryRunningGitRepo(t *testing.T) {
 	require.Equal(t, []string{"gitrepo/shop sync", "gitrepo/infra sync"}, v.signals)
 	require.Equal(t, "WorkflowType = 'GitRepoWorkflow' AND ExecutionStatus = 'Running' AND TaskQueue = 'flotilla-staging'", v.queries[0])
 }
+
+// A fleet-default GitRepo's query also finds the cluster workflows of GitRepos of its name in other
+// workspaces (those started before workspaces have no FlotillaNamespace to tell them apart): their IDs do.
+// Another workspace's GitRepo narrows the query by FlotillaNamespace.
+func TestListClusterWorkflowsKeepsTheGitReposOwnWorkspace(t *testing.T) {
+	pages := [][][2]string{{
+		{"gitrepo/shop/cluster/edge-1", "edge-1"},
+		{"gitrepo/team-a/shop/cluster/edge-2", "edge-2"},
+		{"gitrepo/team-b/shop/cluster/edge-3", "edge-3"},
+	}}
+	v := &visibility{pages: pages}
+	res, err := (&Activities{Temporal: v, TaskQueue: "flotilla"}).ListClusterWorkflows(context.Background(), api.ListClusterWorkflowsInput{GitRepo: "shop"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"edge-1"}, res.Clusters)
+
+	v = &visibility{pages: pages}
+	res, err = (&Activities{Temporal: v, TaskQueue: "flotilla"}).ListClusterWorkflows(context.Background(),
+		api.ListClusterWorkflowsInput{GitRepo: "shop", Namespace: "team-a"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"edge-2"}, res.Clusters)
+	require.Equal(t, "WorkflowType = 'ClusterWorkflow' AND FlotillaGitRepo = 'shop' AND FlotillaNamespace = 'team-a' AND ExecutionStatus = 'Running' AND TaskQueue = 'flotilla'",
+		v.queries[0])
+}

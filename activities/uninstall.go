@@ -9,6 +9,7 @@ import (
 
 	"github.com/flotilla-gitops/flotilla/agentclient"
 	"github.com/flotilla-gitops/flotilla/api"
+	"github.com/flotilla-gitops/flotilla/fleet"
 )
 
 // Uninstall removes a GitRepo's releases from a cluster, except those listed in Keep.
@@ -17,28 +18,32 @@ func (a *Activities) Uninstall(ctx context.Context, in api.UninstallInput) (api.
 	if err != nil {
 		return api.UninstallResult{}, fmt.Errorf("reading the cluster inventory: %w", err)
 	}
-	c, ok := inv.Cluster(in.Cluster)
+	key := in.Key()
+	c, ok := inv.Cluster(key.Namespace, in.Cluster)
 	if !ok {
 		// The cluster left the inventory; there is nothing we can reach to uninstall from.
 		return api.UninstallResult{}, nil
 	}
 	cl, err := a.Clusters.Get(agentclient.Config{KubeconfigPath: c.Spec.KubeConfigPath, Context: c.Spec.KubeConfigContext})
 	if err != nil {
-		return api.UninstallResult{}, temporal.NewApplicationError(fmt.Sprintf("cluster %q: %v", in.Cluster, err), api.ErrTypeUnreachable)
+		return api.UninstallResult{}, temporal.NewApplicationError(fmt.Sprintf("cluster %q: %v", fleet.DisplayName(in.Namespace, in.Cluster), err), api.ErrTypeUnreachable)
 	}
 	if in.Sweep != nil {
 		s := *in.Sweep
 		s.KeepResources = s.KeepResources || in.KeepResources
-		removed, err := a.sweep(ctx, cl, in.GitRepo, in.Cluster, c.Spec.ConfineToNamespace, s)
+		removed, err := a.sweep(ctx, cl, key, in.Cluster, c.Spec.ConfineToNamespace, s)
 		if err != nil {
 			return api.UninstallResult{Removed: removed}, a.clusterError(in.Cluster, err)
 		}
 		return api.UninstallResult{Removed: removed}, nil
 	}
+	// Listed by name, the label every Flotilla version wrote, then kept by owner: a GitRepo of the same
+	// name in another workspace may have releases on the same API server.
 	rels, err := cl.ListReleases(ctx, map[string]string{api.LabelGitRepo: in.GitRepo})
 	if err != nil {
 		return api.UninstallResult{}, a.clusterError(in.Cluster, err)
 	}
+	rels = ownedBy(rels, key)
 	confined := c.Spec.ConfineToNamespace
 	var res api.UninstallResult
 	for _, r := range rels {

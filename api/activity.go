@@ -40,7 +40,13 @@ type PlanInput struct {
 	ClientSecretName string            `json:"clientSecretName,omitempty"`
 	Paths            []string          `json:"paths,omitempty"`
 	Targets          []fleet.GitTarget `json:"targets,omitempty"`
+	// Namespace is the GitRepo's (GitRepoKey.PayloadNamespace: empty in fleet-default): only the clusters
+	// and groups of that workspace are planned.
+	Namespace string `json:"namespace,omitempty"`
 }
+
+// Key is the GitRepo that plans.
+func (in PlanInput) Key() GitRepoKey { return KeyOf(in.Namespace, in.GitRepo) }
 
 // Plan is the result of ActivityPlan: discovery and targeting of one commit against the current
 // inventory. The GitRepo workflow carries its last good plan across continue-as-new.
@@ -83,7 +89,13 @@ type ClusterTarget struct {
 	ClientSecretName string        `json:"clientSecretName,omitempty"`
 	Bundles          []BundleRef   `json:"bundles"`
 	Options          DeployOptions `json:"options"`
+	// Namespace is the GitRepo's, and so the cluster's (GitRepoKey.PayloadNamespace: empty in
+	// fleet-default, so a fleet-default target encodes as it did before workspaces).
+	Namespace string `json:"namespace,omitempty"`
 }
+
+// Key is the GitRepo the target is of.
+func (t ClusterTarget) Key() GitRepoKey { return KeyOf(t.Namespace, t.GitRepo) }
 
 // ObserveInput is the input of ActivityObserve: the desired and live state of every bundle of a
 // ClusterTarget.
@@ -236,7 +248,12 @@ type UninstallInput struct {
 	// Sweep, when set, removes only what it does not keep; without it every release of this GitRepo on
 	// the cluster is removed.
 	Sweep *Sweep `json:"sweep,omitempty"`
+	// Namespace is the GitRepo's, and so the cluster's (GitRepoKey.PayloadNamespace).
+	Namespace string `json:"namespace,omitempty"`
 }
+
+// Key is the GitRepo whose releases go.
+func (in UninstallInput) Key() GitRepoKey { return KeyOf(in.Namespace, in.GitRepo) }
 
 // UninstallResult is the result of ActivityUninstall: what was removed (namespace/name).
 type UninstallResult struct {
@@ -247,7 +264,12 @@ type UninstallResult struct {
 // GitRepo are running?
 type ListClusterWorkflowsInput struct {
 	GitRepo string `json:"gitRepo"`
+	// Namespace is the GitRepo's (GitRepoKey.PayloadNamespace).
+	Namespace string `json:"namespace,omitempty"`
 }
+
+// Key is the GitRepo whose cluster workflows are listed.
+func (in ListClusterWorkflowsInput) Key() GitRepoKey { return KeyOf(in.Namespace, in.GitRepo) }
 
 // ListClusterWorkflowsResult is the result of ActivityListClusterWorkflows: the clusters whose workflow
 // is running, sorted.

@@ -14,4 +14,8 @@ const (
 	// (a sweep after its bundle was deleted from the repository, when its fleet.yaml is gone) keeps its
 	// objects.
 	LabelKeepResources = "flotilla.dev/keep-resources"
+
+	// LabelGitRepoNamespace is the owning GitRepo's namespace, set only outside fleet-default: a release
+	// without it is fleet-default's (ReleaseOwner), as every release written before workspaces existed is.
+	LabelGitRepoNamespace = "flotilla.dev/gitrepo-namespace"
 )

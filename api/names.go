@@ -39,13 +39,15 @@ func InventoryWorkflowID(taskQueue string) string {
 	return "flotilla/inventory/" + taskQueue
 }
 
-// GitRepoWorkflowID is the workflow ID of a GitRepo. It is the same in every installation: GitRepo names
-// are unique in a Temporal namespace, and the CLI refuses a name another installation runs (ADR 13).
-func GitRepoWorkflowID(name string) string { return "gitrepo/" + name }
+// GitRepoWorkflowID is the workflow ID of the fleet-default GitRepo name (GitRepoKey.WorkflowID for any
+// namespace). It is the same in every installation: GitRepo names are unique in a Temporal namespace, and
+// the CLI refuses a name another installation runs (ADR 13).
+func GitRepoWorkflowID(name string) string { return KeyOf("", name).WorkflowID() }
 
-// ClusterWorkflowID is the workflow ID of a GitRepo's workflow on one cluster.
+// ClusterWorkflowID is the workflow ID of a fleet-default GitRepo's workflow on one cluster
+// (GitRepoKey.ClusterWorkflowID for any namespace).
 func ClusterWorkflowID(gitRepo, cluster string) string {
-	return GitRepoWorkflowID(gitRepo) + "/cluster/" + cluster
+	return KeyOf("", gitRepo).ClusterWorkflowID(cluster)
 }
 
 // GitRepo workflow messages. The CLI, the webhook, the Web UI and `temporal workflow signal/query/update`

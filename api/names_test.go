@@ -19,7 +19,9 @@ func TestGitRepoQueriesAreScopedToOneInstallation(t *testing.T) {
 	require.Equal(t, "WorkflowType = 'GitRepoWorkflow' AND ExecutionStatus = 'Running' AND TaskQueue = 'flotilla-staging'",
 		RunningGitReposQuery("flotilla-staging"))
 	require.Equal(t, "WorkflowType = 'ClusterWorkflow' AND FlotillaGitRepo = 'shop' AND ExecutionStatus = 'Running' AND TaskQueue = 'flotilla'",
-		RunningClusterWorkflowsQuery(DefaultTaskQueue, "shop"))
+		RunningClusterWorkflowsQuery(DefaultTaskQueue, KeyOf("", "shop")))
+	require.Equal(t, "WorkflowType = 'ClusterWorkflow' AND FlotillaGitRepo = 'shop' AND FlotillaNamespace = 'team-a' AND ExecutionStatus = 'Running' AND TaskQueue = 'flotilla'",
+		RunningClusterWorkflowsQuery(DefaultTaskQueue, KeyOf("team-a", "shop")))
 }
 
 func TestTaskQueueNamesStayInsideIDsAndQuotes(t *testing.T) {

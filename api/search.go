@@ -11,6 +11,10 @@ const (
 	SearchAttrState    = "FlotillaState"
 	SearchAttrReady    = "FlotillaReady"
 	SearchAttrHasError = "FlotillaHasError"
+
+	// SearchAttrNamespace is the GitRepo's namespace (workspace), on GitRepo and cluster workflows alike.
+	// Runs started before workspaces existed lack it until they continue as new; they are fleet-default's.
+	SearchAttrNamespace = "FlotillaNamespace"
 )
 
 // SearchAttributes maps each attribute to its type as the Temporal CLI spells it, for
@@ -23,6 +27,8 @@ var SearchAttributes = map[string]string{
 	SearchAttrState:    "Keyword",
 	SearchAttrReady:    "Keyword",
 	SearchAttrHasError: "Bool",
+
+	SearchAttrNamespace: "Keyword",
 }
 
 // RunningGitReposQuery is the visibility query for the running GitRepo workflows of the installation on
@@ -34,8 +40,14 @@ func RunningGitReposQuery(taskQueue string) string {
 }
 
 // RunningClusterWorkflowsQuery is the visibility query for the running cluster workflows of a GitRepo of
-// the installation on taskQueue; the GitRepo's name is a DNS label and needs no quoting.
-func RunningClusterWorkflowsQuery(taskQueue, gitRepo string) string {
-	return "WorkflowType = '" + ClusterWorkflowType + "' AND " + SearchAttrGitRepo + " = '" + gitRepo +
-		"' AND ExecutionStatus = 'Running' AND TaskQueue = '" + taskQueue + "'"
+// the installation on taskQueue; names and namespaces are DNS labels and need no quoting. In fleet-default
+// it is the query of before workspaces, which finds the cluster workflows of every GitRepo of that name,
+// since those started before workspaces lack FlotillaNamespace: the caller keeps the IDs that
+// ParseClusterWorkflowID gives this key. Elsewhere FlotillaNamespace narrows it, every such run having it.
+func RunningClusterWorkflowsQuery(taskQueue string, key GitRepoKey) string {
+	q := "WorkflowType = '" + ClusterWorkflowType + "' AND " + SearchAttrGitRepo + " = '" + key.Name + "'"
+	if !key.IsDefault() {
+		q += " AND " + SearchAttrNamespace + " = '" + key.Namespace + "'"
+	}
+	return q + " AND ExecutionStatus = 'Running' AND TaskQueue = '" + taskQueue + "'"
 }

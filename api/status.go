@@ -69,6 +69,8 @@ type GitRepoStatus struct {
 	LastPolled           time.Time       `json:"lastPolled,omitempty"`
 	PollingInterval      string          `json:"pollingInterval,omitempty"`
 	NextPoll             time.Time       `json:"nextPoll,omitempty"`
+	// Namespace is the GitRepo's workspace, fleet-default included.
+	Namespace string `json:"namespace,omitempty"`
 }
 
 // ClusterStatus is one cluster of a GitRepo: what a cluster workflow's QueryStatus answers and reports to

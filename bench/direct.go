@@ -7,6 +7,7 @@ import (
 
 	"github.com/flotilla-gitops/flotilla/activities"
 	"github.com/flotilla-gitops/flotilla/agentclient"
+	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/fleet/bundle"
 	"github.com/flotilla-gitops/flotilla/fleet/render"
@@ -85,7 +86,7 @@ func runDirect(ctx context.Context, ds directSpec) (time.Duration, error) {
 
 // install makes the Apply activity's Helm call for a new release.
 func install(ctx context.Context, cl *agentclient.Client, rel *render.Release, gitRepo, cluster, commit string) error {
-	_, err := cl.Install(ctx, activities.ApplyRequestFor(rel, gitRepo, cluster, commit))
+	_, err := cl.Install(ctx, activities.ApplyRequestFor(rel, api.KeyOf("", gitRepo), cluster, commit))
 	return err
 }
 

@@ -20,6 +20,24 @@ const (
 // DefaultNamespace is the namespace (Fleet's "workspace") of objects that do not name one.
 const DefaultNamespace = "fleet-default"
 
+// Workspace is the workspace of an object whose metadata.namespace is ns: DefaultNamespace when it names
+// none. GitRepos target only the clusters and groups of their own workspace.
+func Workspace(ns string) string {
+	if ns == "" {
+		return DefaultNamespace
+	}
+	return ns
+}
+
+// DisplayName is how messages name an object: its name in fleet-default, as they did before workspaces
+// meant anything, and namespace/name in any other workspace.
+func DisplayName(ns, name string) string {
+	if Workspace(ns) == DefaultNamespace {
+		return name
+	}
+	return ns + "/" + name
+}
+
 // ObjectMeta is the subset of Kubernetes object metadata Flotilla uses.
 type ObjectMeta struct {
 	Name        string            `json:"name"`

@@ -27,6 +27,8 @@ type Inventory struct {
 // RemoveInput names a cluster or group to remove.
 type RemoveInput struct {
 	Name string `json:"name"`
+	// Namespace is its workspace; empty is fleet-default, as in every removal sent before workspaces.
+	Namespace string `json:"namespace,omitempty"`
 }
 
 // ChangeResult reports the generation after a change.
@@ -42,14 +44,27 @@ func ValidateCluster(c fleet.Cluster) error {
 	if !dnsLabel.MatchString(c.Metadata.Name) || len(c.Metadata.Name) > 63 {
 		return fmt.Errorf("cluster name %q: must be a DNS label (lowercase letters, digits, '-'; at most 63 characters)", c.Metadata.Name)
 	}
+	name := clusterName(c)
+	if err := validNamespace(c.Metadata.Namespace); err != nil {
+		return fmt.Errorf("cluster %q: metadata.namespace %q: must be a DNS label", name, c.Metadata.Namespace)
+	}
 	if c.Spec.KubeConfigPath == "" {
-		return fmt.Errorf("cluster %q: spec.kubeConfigPath is required (a kubeconfig file on the worker's host)", c.Metadata.Name)
+		return fmt.Errorf("cluster %q: spec.kubeConfigPath is required (a kubeconfig file on the worker's host)", name)
 	}
 	if ns := c.Spec.ConfineToNamespace; ns != "" && (!dnsLabel.MatchString(ns) || len(ns) > 63) {
-		return fmt.Errorf("cluster %q: spec.confineToNamespace %q: must be a DNS label", c.Metadata.Name, ns)
+		return fmt.Errorf("cluster %q: spec.confineToNamespace %q: must be a DNS label", name, ns)
 	}
 	if err := encodable(c.Spec.TemplateValues); err != nil {
-		return fmt.Errorf("cluster %q: spec.templateValues: %v", c.Metadata.Name, err)
+		return fmt.Errorf("cluster %q: spec.templateValues: %v", name, err)
+	}
+	return nil
+}
+
+// validNamespace accepts an empty namespace (fleet-default) or a DNS label: a workspace's name goes into
+// GitRepo workflow IDs and release labels.
+func validNamespace(ns string) error {
+	if ns != "" && (!dnsLabel.MatchString(ns) || len(ns) > 63) {
+		return fmt.Errorf("not a DNS label")
 	}
 	return nil
 }
@@ -67,11 +82,15 @@ func ValidateGroup(g fleet.ClusterGroup) error {
 	if !dnsLabel.MatchString(g.Metadata.Name) || len(g.Metadata.Name) > 63 {
 		return fmt.Errorf("cluster group name %q: must be a DNS label", g.Metadata.Name)
 	}
+	if err := validNamespace(g.Metadata.Namespace); err != nil {
+		return fmt.Errorf("cluster group %q: metadata.namespace %q: must be a DNS label", groupName(g), g.Metadata.Namespace)
+	}
 	// Parsing a selector ranges over its map but yields sorted requirements.
 	return target.Validate([]fleet.GitTarget{{Name: g.Metadata.Name, ClusterSelector: g.Spec.Selector}}) //workflowcheck:ignore
 }
 
-// Clusters and groups are changed by one rule. An entry is known by its name. An upsert first normalises
+// Clusters and groups are changed by one rule. An entry is known by its namespace (its workspace, as in
+// Fleet: fleet-default when it names none) and its name, so two workspaces may each have an "edge". An upsert first normalises
 // the entry (what a Fleet document leaves to its defaults is written out, see normalizeCluster and
 // normalizeGroup), then changes nothing when the entry's JSON encoding equals the registered one's: the
 // encoding is what the inventory query answers, what Digest hashes and what a GitRepo renders from, so two
@@ -80,13 +99,13 @@ func ValidateGroup(g fleet.ClusterGroup) error {
 
 // UpsertCluster adds or replaces a cluster; it reports whether anything changed.
 func (inv *Inventory) UpsertCluster(c fleet.Cluster) bool {
-	return upsert(inv, &inv.Clusters, normalizeCluster(c), clusterName)
+	return upsert(inv, &inv.Clusters, normalizeCluster(c), clusterKey)
 }
 
 // CheckAdd refuses to add a cluster that is registered with other settings, naming what would change.
 // Adding one exactly as it is registered is no change, not an error.
 func (inv *Inventory) CheckAdd(c fleet.Cluster) error {
-	old, ok := inv.Cluster(c.Metadata.Name)
+	old, ok := inv.Cluster(c.Metadata.Namespace, c.Metadata.Name)
 	if !ok {
 		return nil
 	}
@@ -111,28 +130,28 @@ func (inv *Inventory) CheckAdd(c fleet.Cluster) error {
 		}
 	}
 	return fmt.Errorf("cluster %q is registered already with other %s; add --replace to replace its settings "+
-		"(GitRepos that select it by label may then stop or start deploying to it)", c.Metadata.Name, strings.Join(changed, ", "))
+		"(GitRepos that select it by label may then stop or start deploying to it)", clusterName(c), strings.Join(changed, ", "))
 }
 
-// RemoveCluster removes a cluster; it reports whether it was there.
-func (inv *Inventory) RemoveCluster(name string) bool {
-	return remove(inv, &inv.Clusters, name, clusterName)
+// RemoveCluster removes the cluster name of workspace ns; it reports whether it was there.
+func (inv *Inventory) RemoveCluster(ns, name string) bool {
+	return remove(inv, &inv.Clusters, entryKey(ns, name), clusterKey)
 }
 
 // UpsertGroup adds or replaces a cluster group; it reports whether anything changed.
 func (inv *Inventory) UpsertGroup(g fleet.ClusterGroup) bool {
-	return upsert(inv, &inv.Groups, normalizeGroup(g), groupName)
+	return upsert(inv, &inv.Groups, normalizeGroup(g), groupKey)
 }
 
-// RemoveGroup removes a cluster group; it reports whether it was there.
-func (inv *Inventory) RemoveGroup(name string) bool {
-	return remove(inv, &inv.Groups, name, groupName)
+// RemoveGroup removes the cluster group name of workspace ns; it reports whether it was there.
+func (inv *Inventory) RemoveGroup(ns, name string) bool {
+	return remove(inv, &inv.Groups, entryKey(ns, name), groupKey)
 }
 
-// upsert replaces the entry of e's name unless it is encoded alike, or adds e in name order.
-func upsert[T any](inv *Inventory, entries *[]T, e T, name func(T) string) bool {
+// upsert replaces the entry of e's key unless it is encoded alike, or adds e in key order.
+func upsert[T any](inv *Inventory, entries *[]T, e T, key func(T) string) bool {
 	for i, old := range *entries {
-		if name(old) == name(e) {
+		if key(old) == key(e) {
 			if sameEntry(old, e) {
 				return false
 			}
@@ -142,15 +161,15 @@ func upsert[T any](inv *Inventory, entries *[]T, e T, name func(T) string) bool 
 		}
 	}
 	*entries = append(*entries, e)
-	sort.Slice(*entries, func(i, j int) bool { return name((*entries)[i]) < name((*entries)[j]) })
+	sort.Slice(*entries, func(i, j int) bool { return key((*entries)[i]) < key((*entries)[j]) })
 	inv.Generation++
 	return true
 }
 
-// remove drops the entry named n, if there is one.
-func remove[T any](inv *Inventory, entries *[]T, n string, name func(T) string) bool {
+// remove drops the entry of key k, if there is one.
+func remove[T any](inv *Inventory, entries *[]T, k string, key func(T) string) bool {
 	for i, e := range *entries {
-		if name(e) == n {
+		if key(e) == k {
 			*entries = append((*entries)[:i], (*entries)[i+1:]...)
 			inv.Generation++
 			return true
@@ -162,29 +181,55 @@ func remove[T any](inv *Inventory, entries *[]T, n string, name func(T) string) 
 // sameEntry is the inventory's one test of equality (see UpsertCluster).
 func sameEntry(a, b any) bool { return mustJSON(a) == mustJSON(b) }
 
-func clusterName(c fleet.Cluster) string    { return c.Metadata.Name }
-func groupName(g fleet.ClusterGroup) string { return g.Metadata.Name }
+// entryKey orders entries by name, then workspace: a fleet-default-only inventory keeps the order it had
+// before workspaces, and one name's entries of several workspaces sit together. NUL sorts before every
+// character a DNS label has.
+func entryKey(ns, name string) string { return name + "\x00" + fleet.Workspace(ns) }
 
-// Cluster returns the named cluster.
-func (inv *Inventory) Cluster(name string) (fleet.Cluster, bool) {
+func clusterKey(c fleet.Cluster) string    { return entryKey(c.Metadata.Namespace, c.Metadata.Name) }
+func groupKey(g fleet.ClusterGroup) string { return entryKey(g.Metadata.Namespace, g.Metadata.Name) }
+
+// clusterName and groupName are how messages name an entry: with its workspace outside fleet-default.
+func clusterName(c fleet.Cluster) string {
+	return fleet.DisplayName(c.Metadata.Namespace, c.Metadata.Name)
+}
+func groupName(g fleet.ClusterGroup) string {
+	return fleet.DisplayName(g.Metadata.Namespace, g.Metadata.Name)
+}
+
+// Cluster returns the cluster name of workspace ns (fleet-default when empty).
+func (inv *Inventory) Cluster(ns, name string) (fleet.Cluster, bool) {
 	for _, c := range inv.Clusters {
-		if c.Metadata.Name == name {
+		if c.Metadata.Name == name && fleet.Workspace(c.Metadata.Namespace) == fleet.Workspace(ns) {
 			return c, true
 		}
 	}
 	return fleet.Cluster{}, false
 }
 
+// InWorkspace is the part of the inventory in workspace ns: its clusters and groups, what a GitRepo of
+// that namespace can target.
+func (inv *Inventory) InWorkspace(ns string) Inventory {
+	out := Inventory{Generation: inv.Generation, Clusters: []fleet.Cluster{}, Groups: []fleet.ClusterGroup{}}
+	for _, c := range inv.Clusters {
+		if fleet.Workspace(c.Metadata.Namespace) == fleet.Workspace(ns) {
+			out.Clusters = append(out.Clusters, c)
+		}
+	}
+	for _, g := range inv.Groups {
+		if fleet.Workspace(g.Metadata.Namespace) == fleet.Workspace(ns) {
+			out.Groups = append(out.Groups, g)
+		}
+	}
+	return out
+}
+
 // Info is what templates and targeting see of a cluster, including its groups.
 func (inv *Inventory) Info(c fleet.Cluster) fleet.ClusterInfo {
 	groups, groupLabels := target.GroupsOf(c, inv.Groups) //workflowcheck:ignore
-	ns := c.Metadata.Namespace
-	if ns == "" {
-		ns = fleet.DefaultNamespace
-	}
 	return fleet.ClusterInfo{
 		Name:           c.Metadata.Name,
-		Namespace:      ns,
+		Namespace:      fleet.Workspace(c.Metadata.Namespace),
 		Labels:         c.Metadata.Labels,
 		Annotations:    c.Metadata.Annotations,
 		TemplateValues: c.Spec.TemplateValues,

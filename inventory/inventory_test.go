@@ -39,7 +39,7 @@ func TestAClusterRegisteredAgainAsItIsChangesNothing(t *testing.T) {
 			`(GitRepos that select it by label may then stop or start deploying to it)`)
 	require.True(t, inv.UpsertCluster(cluster("edge-2", map[string]string{"env": "dev"})))
 	require.Equal(t, int64(3), inv.Generation)
-	c, _ := inv.Cluster("edge-2")
+	c, _ := inv.Cluster("", "edge-2")
 	require.Equal(t, "dev", c.Metadata.Labels["env"])
 }
 
@@ -67,13 +67,77 @@ func TestRemovingWhatIsNotRegisteredChangesNothing(t *testing.T) {
 	inv.UpsertGroup(group("prod", "prod"))
 	require.Equal(t, int64(2), inv.Generation)
 
-	require.False(t, inv.RemoveCluster("edge-9"))
-	require.False(t, inv.RemoveGroup("staging"))
+	require.False(t, inv.RemoveCluster("", "edge-9"))
+	require.False(t, inv.RemoveGroup("", "staging"))
 	require.Equal(t, int64(2), inv.Generation)
 
-	require.True(t, inv.RemoveCluster("edge-1"))
-	require.True(t, inv.RemoveGroup("prod"))
+	require.True(t, inv.RemoveCluster("", "edge-1"))
+	require.True(t, inv.RemoveGroup("", "prod"))
 	require.Empty(t, inv.Clusters)
 	require.Empty(t, inv.Groups)
 	require.Equal(t, int64(4), inv.Generation)
+}
+
+// As in Fleet, a cluster or group is known by its workspace and its name: team-a and team-b may each
+// register an "edge", and changing or removing one leaves the other. fleet-default is the workspace of
+// one that names none, so everything registered before workspaces stays where it was.
+func TestEachWorkspaceHasClustersOfItsOwn(t *testing.T) {
+	in := func(ns string, c fleet.Cluster) fleet.Cluster {
+		c.Metadata.Namespace = ns
+		return c
+	}
+	var inv Inventory
+	require.True(t, inv.UpsertCluster(cluster("edge", nil)))
+	require.True(t, inv.UpsertCluster(in("team-b", cluster("edge", map[string]string{"team": "b"}))))
+	require.True(t, inv.UpsertCluster(in("team-a", cluster("edge", map[string]string{"team": "a"}))))
+	require.True(t, inv.UpsertCluster(in("team-a", cluster("api", nil))))
+	require.Len(t, inv.Clusters, 4)
+	var order []string
+	for _, c := range inv.Clusters {
+		order = append(order, c.Metadata.Namespace+"/"+c.Metadata.Name)
+	}
+	require.Equal(t, []string{"team-a/api", "fleet-default/edge", "team-a/edge", "team-b/edge"}, order, "by name, then workspace")
+
+	a, ok := inv.Cluster("team-a", "edge")
+	require.True(t, ok)
+	require.Equal(t, "a", a.Metadata.Labels["team"])
+	def, ok := inv.Cluster("", "edge")
+	require.True(t, ok)
+	require.Equal(t, fleet.DefaultNamespace, def.Metadata.Namespace)
+	_, ok = inv.Cluster("team-b", "api")
+	require.False(t, ok)
+
+	require.EqualError(t, inv.CheckAdd(in("team-a", cluster("edge", map[string]string{"team": "x"}))),
+		`cluster "team-a/edge" is registered already with other labels; add --replace to replace its settings `+
+			`(GitRepos that select it by label may then stop or start deploying to it)`)
+	require.NoError(t, inv.CheckAdd(in("team-c", cluster("edge", nil))), "team-c has no edge yet")
+
+	require.True(t, inv.RemoveCluster("team-a", "edge"))
+	_, ok = inv.Cluster("team-b", "edge")
+	require.True(t, ok, "team-b's edge stays")
+	_, ok = inv.Cluster("", "edge")
+	require.True(t, ok, "fleet-default's edge stays")
+
+	require.True(t, inv.UpsertGroup(group("prod", "prod")))
+	teamGroup := group("prod", "prod")
+	teamGroup.Metadata.Namespace = "team-a"
+	require.True(t, inv.UpsertGroup(teamGroup), "another workspace's group of the same name")
+	require.True(t, inv.RemoveGroup("team-a", "prod"))
+	require.Len(t, inv.Groups, 1)
+	require.Equal(t, fleet.DefaultNamespace, inv.Groups[0].Metadata.Namespace)
+
+	ws := inv.InWorkspace("team-b")
+	require.Len(t, ws.Clusters, 1)
+	require.Equal(t, "b", ws.Clusters[0].Metadata.Labels["team"])
+	require.Empty(t, ws.Groups)
+	require.Len(t, inv.InWorkspace("").Clusters, 1)
+}
+
+func TestAWorkspaceIsADNSLabel(t *testing.T) {
+	c := cluster("edge", nil)
+	c.Metadata.Namespace = "Team_A"
+	require.EqualError(t, ValidateCluster(c), `cluster "Team_A/edge": metadata.namespace "Team_A": must be a DNS label`)
+	g := group("prod", "prod")
+	g.Metadata.Namespace = "team/a"
+	require.EqualError(t, ValidateGroup(g), `cluster group "team/a/prod": metadata.namespace "team/a": must be a DNS label`)
 }

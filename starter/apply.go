@@ -24,8 +24,8 @@ import (
 func newApplyCmd(g *globals) *cobra.Command {
 	var file string
 	cmd := &cobra.Command{
-		Use:   "apply -f FILE",
-		Short: "Create or update GitRepos, Clusters and ClusterGroups from Fleet YAML (multi-document; - for stdin)",
+		Use:   "apply [-n NAMESPACE] -f FILE",
+		Short: "Create or update GitRepos, Clusters and ClusterGroups from Fleet YAML (multi-document; - for stdin), each in the namespace its metadata names (or -n)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if file == "" {
@@ -134,14 +134,43 @@ func parseDocuments(file string, data []byte) ([]document, error) {
 func (g *globals) applyDocument(ctx context.Context, c client.Client, d document) (string, error) {
 	switch {
 	case d.gitRepo != nil:
+		if err := g.documentNamespace(&d.gitRepo.Metadata); err != nil {
+			return "", err
+		}
 		return g.applyGitRepo(ctx, c, *d.gitRepo)
 	case d.cluster != nil:
+		if err := g.documentNamespace(&d.cluster.Metadata); err != nil {
+			return "", err
+		}
 		res, err := g.updateInventory(ctx, c, api.UpdateUpsertCluster, *d.cluster)
-		return changeMessage("cluster", d.name, res), err
+		return changeMessage("cluster", fleet.DisplayName(d.cluster.Metadata.Namespace, d.name), res), err
 	default:
+		if err := g.documentNamespace(&d.group.Metadata); err != nil {
+			return "", err
+		}
 		res, err := g.updateInventory(ctx, c, api.UpdateUpsertClusterGroup, *d.group)
-		return changeMessage("clustergroup", d.name, res), err
+		return changeMessage("clustergroup", fleet.DisplayName(d.group.Metadata.Namespace, d.name), res), err
 	}
+}
+
+// documentNamespace settles a document's namespace as kubectl does: its metadata.namespace, else -n, else
+// none (fleet-default). A document that names another namespace than -n is refused: applying it
+// elsewhere than it says, or elsewhere than the command line says, would both surprise someone.
+func (g *globals) documentNamespace(m *fleet.ObjectMeta) error {
+	if m.Namespace != "" {
+		if err := api.CheckNamespace(m.Namespace); err != nil {
+			return fmt.Errorf("metadata.%w", err)
+		}
+	}
+	switch {
+	case g.namespace == "":
+	case m.Namespace == "":
+		m.Namespace = g.namespace
+	case fleet.Workspace(m.Namespace) != fleet.Workspace(g.namespace):
+		return fmt.Errorf("metadata.namespace is %q but -n/--namespace is %q: give the namespace once, or the same in both",
+			m.Namespace, g.namespace)
+	}
+	return nil
 }
 
 func changeMessage(kind, name string, res inventory.ChangeResult) string {
@@ -158,18 +187,21 @@ func (g *globals) applyGitRepo(ctx context.Context, c client.Client, gr fleet.Gi
 	if err := workflows.ValidateGitRepo(gr); err != nil {
 		return "", err
 	}
-	if err := g.mayApplyGitRepo(ctx, c, gr.Metadata.Name); err != nil {
+	key := api.KeyOf(gr.Metadata.Namespace, gr.Metadata.Name)
+	if err := g.mayApplyGitRepo(ctx, c, key); err != nil {
 		return "", err
 	}
-	_, err := c.SignalWithStartWorkflow(ctx, api.GitRepoWorkflowID(gr.Metadata.Name), api.SignalSpec, gr,
+	// The workspace is the run's identity, given at start (GitRepoInput.Workspace); a running GitRepo
+	// gets only the spec, whose namespace its own matches, since the ID says the namespace.
+	_, err := c.SignalWithStartWorkflow(ctx, key.WorkflowID(), api.SignalSpec, gr,
 		client.StartWorkflowOptions{
 			TaskQueue:     g.taskQueue,
-			StaticSummary: "GitRepo " + gr.Metadata.Name + " from " + gr.Spec.Repo,
-		}, workflows.GitRepoWorkflow, workflows.GitRepoInput{GitRepo: gr})
+			StaticSummary: "GitRepo " + key.String() + " from " + gr.Spec.Repo,
+		}, workflows.GitRepoWorkflow, workflows.GitRepoInput{GitRepo: gr, Workspace: key.PayloadNamespace()})
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("gitrepo/%s configured", gr.Metadata.Name), nil
+	return fmt.Sprintf("gitrepo/%s configured", key), nil
 }
 
 // updateInventory runs a validated update on this installation's inventory workflow, starting it if needed.

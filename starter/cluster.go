@@ -42,8 +42,8 @@ func newClusterAddCmd(g *globals) *cobra.Command {
 	var labels, annotations []string
 	var replace bool
 	cmd := &cobra.Command{
-		Use:   "add NAME --kubeconfig PATH [--label k=v]... [--annotation k=v]... [--values FILE] [--replace]",
-		Short: "Register a cluster; --replace replaces the settings of one that exists (only the kubeconfig's path is stored, never its content)",
+		Use:   "add [-n NAMESPACE] NAME --kubeconfig PATH [--label k=v]... [--annotation k=v]... [--values FILE] [--replace]",
+		Short: "Register a cluster in a workspace (-n, default fleet-default); --replace replaces the settings of one that exists (only the kubeconfig's path is stored, never its content)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if kubeconfig == "" {
@@ -57,7 +57,7 @@ func newClusterAddCmd(g *globals) *cobra.Command {
 				return fmt.Errorf("--kubeconfig: %w", err)
 			}
 			c := fleet.Cluster{APIVersion: fleet.APIVersion, Kind: fleet.KindCluster,
-				Metadata: fleet.ObjectMeta{Name: args[0], Namespace: fleet.DefaultNamespace},
+				Metadata: fleet.ObjectMeta{Name: args[0], Namespace: g.workspace()},
 				Spec:     fleet.ClusterSpec{KubeConfigPath: abs, KubeConfigContext: kubeContext}}
 			if c.Metadata.Labels, err = parsePairs("label", labels); err != nil {
 				return err
@@ -92,7 +92,7 @@ func newClusterAddCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), changeMessage("cluster", c.Metadata.Name, res))
+			fmt.Fprintln(cmd.OutOrStdout(), changeMessage("cluster", fleet.DisplayName(c.Metadata.Namespace, c.Metadata.Name), res))
 			return nil
 		},
 	}
@@ -106,9 +106,10 @@ func newClusterAddCmd(g *globals) *cobra.Command {
 }
 
 func newClusterListCmd(g *globals) *cobra.Command {
+	var all bool
 	cmd := &cobra.Command{
-		Use:   "list",
-		Short: "List registered clusters",
+		Use:   "list [-n NAMESPACE | -A]",
+		Short: "List the clusters registered in a workspace (-n, default fleet-default; -A: every workspace)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cl, err := g.dial()
@@ -126,25 +127,35 @@ func newClusterListCmd(g *globals) *cobra.Command {
 			if err := v.Get(&inv); err != nil {
 				return err
 			}
+			if !all {
+				inv = inv.InWorkspace(g.workspace())
+			}
 			if g.output != "table" && g.output != "" {
 				return printStructured(cmd.OutOrStdout(), g.output, inv)
 			}
 			w := tabWriter(cmd.OutOrStdout())
+			if all {
+				fmt.Fprint(w, "NAMESPACE\t")
+			}
 			fmt.Fprintln(w, "NAME\tLABELS\tKUBECONFIG")
 			for _, c := range inv.Clusters {
+				if all {
+					fmt.Fprintf(w, "%s\t", fleet.Workspace(c.Metadata.Namespace))
+				}
 				fmt.Fprintf(w, "%s\t%s\t%s\n", c.Metadata.Name, labelList(c.Metadata.Labels), c.Spec.KubeConfigPath)
 			}
 			return w.Flush()
 		},
 	}
 	addOutputFlag(cmd, g)
+	addAllNamespacesFlag(cmd, &all)
 	return cmd
 }
 
 func newClusterRemoveCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
-		Use:   "remove NAME",
-		Short: "Remove a cluster from the inventory (GitRepos uninstall from it at their next sync)",
+		Use:   "remove [-n NAMESPACE] NAME",
+		Short: "Remove a cluster from a workspace's inventory (-n, default fleet-default; GitRepos uninstall from it at their next sync)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, err := g.dial()
@@ -154,14 +165,17 @@ func newClusterRemoveCmd(g *globals) *cobra.Command {
 			defer cl.Close()
 			ctx, cancel := g.ctx()
 			defer cancel()
-			res, err := g.updateInventory(ctx, cl, api.UpdateRemoveCluster, inventory.RemoveInput{Name: args[0]})
+			// fleet-default is sent as no namespace, as every removal before workspaces was.
+			in := inventory.RemoveInput{Name: args[0], Namespace: g.key(args[0]).PayloadNamespace()}
+			res, err := g.updateInventory(ctx, cl, api.UpdateRemoveCluster, in)
 			if err != nil {
 				return err
 			}
+			name := fleet.DisplayName(g.namespace, args[0])
 			if !res.Changed {
-				return fmt.Errorf("cluster %q is not registered", args[0])
+				return fmt.Errorf("cluster %q is not registered", name)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "cluster/%s removed\n", args[0])
+			fmt.Fprintf(cmd.OutOrStdout(), "cluster/%s removed\n", name)
 			return nil
 		},
 	}

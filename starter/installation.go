@@ -12,53 +12,55 @@ import (
 	"github.com/flotilla-gitops/flotilla/api"
 )
 
-// A GitRepo's workflow ID (gitrepo/NAME) is the same in every Flotilla installation on a Temporal namespace
-// (ADR 13), so a name is the namespace's: the GitRepo on another task queue is another installation's.
+// A GitRepo's workflow ID (gitrepo/NAME, gitrepo/NAMESPACE/NAME outside fleet-default) is the same in every
+// Flotilla installation on a Temporal namespace (ADR 13), so a name is the Temporal namespace's: the
+// GitRepo on another task queue is another installation's.
 // Every command that reads, steers or applies a GitRepo by name checks whose it is first, so that
 // `flotilla --task-queue b delete shop` cannot uninstall installation a's shop.
 
 // otherInstallationError is a GitRepo name taken by the installation on another task queue.
 type otherInstallationError struct {
-	name, theirs, ours string
+	key          api.GitRepoKey
+	theirs, ours string
 }
 
 func (e *otherInstallationError) Error() string {
 	return fmt.Sprintf("gitrepo %q belongs to the Flotilla installation on task queue %q, not to this one (%q): "+
 		"installations sharing a Temporal namespace need distinct GitRepo names (use --task-queue %s for that one)",
-		e.name, e.theirs, e.ours, e.theirs)
+		e.key.String(), e.theirs, e.ours, e.theirs)
 }
 
 // ownGitRepo is nil when the GitRepo's latest run is on this installation's task queue, or when it never
 // ran (the command's own call then says it is not found).
-func (g *globals) ownGitRepo(ctx context.Context, c client.Client, name string) error {
-	queue, _, err := gitRepoQueue(ctx, c, name)
+func (g *globals) ownGitRepo(ctx context.Context, c client.Client, key api.GitRepoKey) error {
+	queue, _, err := gitRepoQueue(ctx, c, key)
 	if err != nil || queue == "" || queue == g.taskQueue {
 		return err
 	}
-	return &otherInstallationError{name: name, theirs: queue, ours: g.taskQueue}
+	return &otherInstallationError{key: key, theirs: queue, ours: g.taskQueue}
 }
 
 // mayApplyGitRepo is ownGitRepo for `apply`: a name another installation used is free again once that
 // GitRepo has ended (deleted), and the next apply starts it here. Two installations applying one new name
 // at the same moment can still meet in one workflow; ADR 13 says why that is left to the operators.
-func (g *globals) mayApplyGitRepo(ctx context.Context, c client.Client, name string) error {
-	queue, running, err := gitRepoQueue(ctx, c, name)
+func (g *globals) mayApplyGitRepo(ctx context.Context, c client.Client, key api.GitRepoKey) error {
+	queue, running, err := gitRepoQueue(ctx, c, key)
 	if err != nil || !running || queue == g.taskQueue {
 		return err
 	}
-	return &otherInstallationError{name: name, theirs: queue, ours: g.taskQueue}
+	return &otherInstallationError{key: key, theirs: queue, ours: g.taskQueue}
 }
 
 // gitRepoQueue is the task queue of the GitRepo's latest run and whether that run is running; "" when the
 // GitRepo never ran.
-func gitRepoQueue(ctx context.Context, c client.Client, name string) (string, bool, error) {
-	d, err := c.DescribeWorkflowExecution(ctx, api.GitRepoWorkflowID(name), "")
+func gitRepoQueue(ctx context.Context, c client.Client, key api.GitRepoKey) (string, bool, error) {
+	d, err := c.DescribeWorkflowExecution(ctx, key.WorkflowID(), "")
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
 		return "", false, nil
 	}
 	if err != nil {
-		return "", false, fmt.Errorf("gitrepo %q: %w", name, err)
+		return "", false, fmt.Errorf("gitrepo %q: %w", key, err)
 	}
 	info := d.GetWorkflowExecutionInfo()
 	return info.GetTaskQueue(), info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, nil

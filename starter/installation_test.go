@@ -10,6 +10,8 @@ import (
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+
+	"github.com/flotilla-gitops/flotilla/api"
 )
 
 // describer answers DescribeWorkflowExecution for GitRepo workflows; other methods panic through the nil
@@ -38,16 +40,33 @@ func TestACommandLeavesAnotherInstallationsGitRepoAlone(t *testing.T) {
 	g := &globals{taskQueue: "flotilla-b"}
 	ctx := context.Background()
 
-	require.NoError(t, g.ownGitRepo(ctx, c, "mine"))
-	require.NoError(t, g.ownGitRepo(ctx, c, "new"), "a GitRepo that never ran is the command's own call to report")
-	require.EqualError(t, g.ownGitRepo(ctx, c, "theirs"),
+	require.NoError(t, g.ownGitRepo(ctx, c, api.KeyOf("", "mine")))
+	require.NoError(t, g.ownGitRepo(ctx, c, api.KeyOf("", "new")), "a GitRepo that never ran is the command's own call to report")
+	require.EqualError(t, g.ownGitRepo(ctx, c, api.KeyOf("", "theirs")),
 		`gitrepo "theirs" belongs to the Flotilla installation on task queue "flotilla", not to this one ("flotilla-b"): `+
 			`installations sharing a Temporal namespace need distinct GitRepo names (use --task-queue flotilla for that one)`)
-	require.Error(t, g.ownGitRepo(ctx, c, "deleted"), "an ended GitRepo's status is still the other installation's")
+	require.Error(t, g.ownGitRepo(ctx, c, api.KeyOf("", "deleted")), "an ended GitRepo's status is still the other installation's")
 
-	require.NoError(t, g.mayApplyGitRepo(ctx, c, "mine"))
-	require.NoError(t, g.mayApplyGitRepo(ctx, c, "new"))
-	require.NoError(t, g.mayApplyGitRepo(ctx, c, "deleted"), "an ended GitRepo's name is free again")
+	require.NoError(t, g.mayApplyGitRepo(ctx, c, api.KeyOf("", "mine")))
+	require.NoError(t, g.mayApplyGitRepo(ctx, c, api.KeyOf("", "new")))
+	require.NoError(t, g.mayApplyGitRepo(ctx, c, api.KeyOf("", "deleted")), "an ended GitRepo's name is free again")
 	var other *otherInstallationError
-	require.ErrorAs(t, g.mayApplyGitRepo(ctx, c, "theirs"), &other)
+	require.ErrorAs(t, g.mayApplyGitRepo(ctx, c, api.KeyOf("", "theirs")), &other)
+}
+
+// The check is by key: the GitRepo "theirs" of workspace team-a is not the fleet-default "theirs" of
+// another installation, and is named with its namespace when it is another installation's.
+func TestTheInstallationCheckIsByNamespaceAndName(t *testing.T) {
+	c := describer{runs: map[string]*workflowpb.WorkflowExecutionInfo{
+		"gitrepo/theirs":        {TaskQueue: "flotilla", Status: enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING},
+		"gitrepo/team-a/theirs": {TaskQueue: "flotilla-b", Status: enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING},
+		"gitrepo/team-b/theirs": {TaskQueue: "flotilla", Status: enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING},
+	}}
+	g := &globals{taskQueue: "flotilla-b"}
+	ctx := context.Background()
+	require.NoError(t, g.ownGitRepo(ctx, c, api.KeyOf("team-a", "theirs")))
+	require.NoError(t, g.mayApplyGitRepo(ctx, c, api.KeyOf("team-c", "theirs")))
+	require.EqualError(t, g.ownGitRepo(ctx, c, api.KeyOf("team-b", "theirs")),
+		`gitrepo "team-b/theirs" belongs to the Flotilla installation on task queue "flotilla", not to this one ("flotilla-b"): `+
+			`installations sharing a Temporal namespace need distinct GitRepo names (use --task-queue flotilla for that one)`)
 }

@@ -6,6 +6,10 @@
 // (`sync --allow-removal` approves a held plan through an update). `render` previews what a cluster would
 // get, rendered here as the worker renders it, from a folder without Temporal or for a running GitRepo at
 // its commit. No command contacts a cluster.
+//
+// -n/--namespace is the workspace (Fleet's namespace) a command works in, as kubectl's and Fleet's CLI's
+// is: fleet-default when not given, or for `apply` the documents' metadata.namespace. The Temporal
+// namespace is --temporal-namespace (env TEMPORAL_NAMESPACE), as in the worker.
 package main
 
 import (
@@ -20,6 +24,7 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/flotilla-gitops/flotilla/api"
+	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/internal/envdefault"
 	"github.com/flotilla-gitops/flotilla/internal/searchattr"
 )
@@ -45,7 +50,11 @@ func main() {
 }
 
 type globals struct {
-	address   string
+	address string
+	// temporalNamespace is the Temporal namespace (--temporal-namespace, env TEMPORAL_NAMESPACE).
+	temporalNamespace string
+	// namespace is the workspace (-n/--namespace), "" when not given: fleet-default, except for `apply`,
+	// which then takes each document's metadata.namespace.
 	namespace string
 	// taskQueue is the installation's: what this CLI starts runs on it, and it sees only the GitRepos and
 	// the inventory on it.
@@ -54,8 +63,10 @@ type globals struct {
 	timeout   time.Duration
 }
 
-func newRoot() *cobra.Command {
-	g := &globals{}
+func newRoot() *cobra.Command { return newRootWith(&globals{}) }
+
+// newRootWith builds the command tree around g, which its flags fill.
+func newRootWith(g *globals) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "flotilla",
 		Short:         "GitOps delivery of Helm charts, manifests and kustomizations to fleets of clusters, on Temporal",
@@ -63,12 +74,19 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().StringVar(&g.address, "address", envdefault.TemporalAddress(), "Temporal frontend host:port (env TEMPORAL_ADDRESS)")
-	root.PersistentFlags().StringVar(&g.namespace, "namespace", envdefault.TemporalNamespace(), "Temporal namespace (env TEMPORAL_NAMESPACE)")
+	root.PersistentFlags().StringVar(&g.temporalNamespace, "temporal-namespace", envdefault.TemporalNamespace(), "Temporal namespace (env TEMPORAL_NAMESPACE)")
+	root.PersistentFlags().StringVarP(&g.namespace, "namespace", "n", "",
+		"the workspace (Fleet namespace) of GitRepos, clusters and groups (default "+fleet.DefaultNamespace+"; apply: each document's metadata.namespace)")
 	root.PersistentFlags().StringVar(&g.taskQueue, "task-queue", envdefault.TaskQueue(),
 		"the installation's task queue, as its worker's --task-queue (env FLOTILLA_TASK_QUEUE)")
 	root.PersistentPreRunE = func(*cobra.Command, []string) error {
 		if err := api.CheckTaskQueue(g.taskQueue); err != nil {
 			return fmt.Errorf("--task-queue (or FLOTILLA_TASK_QUEUE): %w", err)
+		}
+		if g.namespace != "" {
+			if err := api.CheckNamespace(g.namespace); err != nil {
+				return fmt.Errorf("-n/--namespace: %w", err)
+			}
 		}
 		return nil
 	}
@@ -84,7 +102,7 @@ func newRoot() *cobra.Command {
 }
 
 func (g *globals) dial() (client.Client, error) {
-	c, err := client.Dial(client.Options{HostPort: g.address, Namespace: g.namespace, Logger: sdklog.NewStructuredLogger(discardLogger())})
+	c, err := client.Dial(client.Options{HostPort: g.address, Namespace: g.temporalNamespace, Logger: sdklog.NewStructuredLogger(discardLogger())})
 	if err != nil {
 		return nil, fmt.Errorf("connecting to Temporal at %s: %w", g.address, err)
 	}
@@ -101,11 +119,22 @@ func (g *globals) dialGitRepos() (client.Client, error) {
 	}
 	ctx, cancel := g.ctx()
 	defer cancel()
-	if err := searchattr.Check(ctx, searchattr.Service{Client: c.OperatorService()}, g.namespace, api.SearchAttributes); err != nil {
+	if err := searchattr.Check(ctx, searchattr.Service{Client: c.OperatorService()}, g.temporalNamespace, api.SearchAttributes); err != nil {
 		c.Close()
 		return nil, err
 	}
 	return c, nil
+}
+
+// workspace is the workspace -n names, fleet-default when it names none.
+func (g *globals) workspace() string { return fleet.Workspace(g.namespace) }
+
+// key is the GitRepo name of the workspace -n names.
+func (g *globals) key(name string) api.GitRepoKey { return api.KeyOf(g.namespace, name) }
+
+// addAllNamespacesFlag adds -A/--all-namespaces to a listing, as kubectl has it.
+func addAllNamespacesFlag(cmd *cobra.Command, all *bool) {
+	cmd.Flags().BoolVarP(all, "all-namespaces", "A", false, "list every workspace's, with a NAMESPACE column (-n is ignored)")
 }
 
 func (g *globals) ctx() (context.Context, context.CancelFunc) {

@@ -24,19 +24,17 @@ import (
 // previewed for the clusters of the inventory.
 type renderFlags struct {
 	// Folder preview: the cluster is described on the command line.
-	labels           []string
-	groups           []string
-	valuesFile       string
-	clusterName      string
-	clusterNamespace string
-	gitRepoName      string
-	paths            []string
+	labels      []string
+	groups      []string
+	valuesFile  string
+	clusterName string
+	gitRepoName string
+	paths       []string
 	// GitRepo preview: the cluster comes from the inventory.
-	gitRepo           string
-	cluster           string
-	gitCredentials    string
-	cacheDir          string
-	temporalNamespace string
+	gitRepo        string
+	cluster        string
+	gitCredentials string
+	cacheDir       string
 
 	output string
 }
@@ -44,13 +42,13 @@ type renderFlags struct {
 func newRenderCmd(g *globals) *cobra.Command {
 	f := &renderFlags{}
 	cmd := &cobra.Command{
-		Use:   "render DIR [-l k=v]... [--values FILE] [--name CLUSTER] [--namespace NS] | render --gitrepo NAME [--cluster NAME]",
+		Use:   "render DIR [-l k=v]... [--values FILE] [--name CLUSTER] [-n NAMESPACE] | render [-n NAMESPACE] --gitrepo NAME [--cluster NAME]",
 		Short: "Print the objects a cluster would get, after fleet.yaml, targetCustomizations, Helm, kustomize and overlays",
 		Long: `Print, as a YAML stream, exactly the objects that would be applied to a cluster: fleet.yaml,
 targetCustomizations, ${ } templated values, the Helm chart, kustomize and yaml.overlays are all applied,
 as the worker applies them. Flotilla's own flotilla.dev/* labels are left out, as ` + "`fleet test`" + ` leaves out Fleet's.
 
-render DIR previews the folder DIR for a cluster described by -l, --values, --name and --namespace. DIR
+render DIR previews the folder DIR for a cluster described by -l, --values, --name and -n. DIR
 is read as a repository root: its bundles are found as a GitRepo with paths --path would find them, named
 as a GitRepo called --gitrepo-name (default: DIR's folder name) names them, and nothing outside DIR is
 read. Temporal is not needed. Each bundle's objects follow a "# Source: bundle NAME" comment.
@@ -59,8 +57,9 @@ render --gitrepo NAME previews a running GitRepo at its current commit for every
 targets (or only --cluster): one "PASS cluster ..." or "FAIL cluster ..." line per cluster goes to stderr,
 the objects to stdout, and the exit code is 1 when any cluster fails.
 
-Here --namespace is the cluster's namespace (.ClusterNamespace in templates), not the Temporal namespace:
-use --temporal-namespace or TEMPORAL_NAMESPACE for that.`,
+-n/--namespace is the workspace, as everywhere: for DIR the described cluster's (.ClusterNamespace in
+templates), for --gitrepo the GitRepo's, whose clusters are those of the same workspace. The Temporal
+namespace is --temporal-namespace or TEMPORAL_NAMESPACE.`,
 		Example: `  flotilla render ./fleet-examples/multi-cluster/helm -l env=prod
   flotilla render . --path apps --gitrepo-name apps -l env=dev --values dev-values.yaml --name dev-1
   flotilla render --gitrepo example --cluster prod > prod.yaml`,
@@ -73,18 +72,15 @@ use --temporal-namespace or TEMPORAL_NAMESPACE for that.`,
 			case f.gitRepo != "" && len(args) > 0:
 				return &exitError{code: 2, err: errors.New("give either DIR or --gitrepo NAME, not both")}
 			case f.gitRepo != "":
-				if err := f.onlyFor("--gitrepo", cmd, "label", "group", "values", "name", "namespace", "gitrepo-name", "path"); err != nil {
+				if err := f.onlyFor("--gitrepo", cmd, "label", "group", "values", "name", "gitrepo-name", "path"); err != nil {
 					return err
-				}
-				if f.temporalNamespace != "" {
-					g.namespace = f.temporalNamespace
 				}
 				return renderGitRepo(cmd, g, f)
 			case len(args) == 1:
-				if err := f.onlyFor("DIR", cmd, "cluster", "git-credentials", "cache-dir", "temporal-namespace"); err != nil {
+				if err := f.onlyFor("DIR", cmd, "cluster", "git-credentials", "cache-dir"); err != nil {
 					return err
 				}
-				return renderFolder(cmd, f, args[0])
+				return renderFolder(cmd, f, g.workspace(), args[0])
 			default:
 				return &exitError{code: 2, err: errors.New("give a folder (render DIR) or a GitRepo (render --gitrepo NAME)")}
 			}
@@ -95,15 +91,12 @@ use --temporal-namespace or TEMPORAL_NAMESPACE for that.`,
 	fl.StringArrayVarP(&f.groups, "group", "g", nil, "DIR: cluster group the cluster belongs to (repeatable)")
 	fl.StringVar(&f.valuesFile, "values", "", "DIR: YAML file with the cluster's templateValues (.ClusterValues)")
 	fl.StringVar(&f.clusterName, "name", "", "DIR: cluster name (.ClusterName)")
-	// Shadows the root's persistent --namespace (the Temporal namespace) on this command only.
-	fl.StringVar(&f.clusterNamespace, "namespace", fleet.DefaultNamespace, "DIR: cluster namespace (.ClusterNamespace); not the Temporal namespace")
 	fl.StringVar(&f.gitRepoName, "gitrepo-name", "", "DIR: name of the GitRepo that bundles and releases are named after (default: DIR's folder name)")
 	fl.StringArrayVar(&f.paths, "path", nil, "DIR: folder (glob allowed) scanned for bundles, as GitRepo spec.paths (repeatable; default: all of DIR)")
 	fl.StringVar(&f.gitRepo, "gitrepo", "", "preview this running GitRepo against the cluster inventory")
 	fl.StringVar(&f.cluster, "cluster", "", "--gitrepo: only this registered cluster")
 	fl.StringVar(&f.gitCredentials, "git-credentials", os.Getenv("FLOTILLA_GIT_CREDENTIALS"), "--gitrepo: YAML file mapping clientSecretName to {username, password}, as the worker's")
 	fl.StringVar(&f.cacheDir, "cache-dir", "", "--gitrepo: keep clones here (default: a temporary folder, removed afterwards)")
-	fl.StringVar(&f.temporalNamespace, "temporal-namespace", "", "--gitrepo: Temporal namespace (default: env TEMPORAL_NAMESPACE or \"default\")")
 	fl.StringVarP(&f.output, "output", "o", "yaml", "output format: yaml (a YAML stream) or json")
 	return cmd
 }
@@ -118,7 +111,8 @@ func (f *renderFlags) onlyFor(mode string, cmd *cobra.Command, others ...string)
 	return nil
 }
 
-func renderFolder(cmd *cobra.Command, f *renderFlags, dir string) error {
+// renderFolder previews dir for the cluster the flags describe, in workspace namespace.
+func renderFolder(cmd *cobra.Command, f *renderFlags, namespace, dir string) error {
 	root, err := filepath.Abs(dir)
 	if err != nil {
 		return err
@@ -126,7 +120,7 @@ func renderFolder(cmd *cobra.Command, f *renderFlags, dir string) error {
 	if st, err := os.Stat(root); err != nil || !st.IsDir() {
 		return &exitError{code: 2, err: fmt.Errorf("%s: not a folder", dir)}
 	}
-	info := fleet.ClusterInfo{Name: f.clusterName, Namespace: f.clusterNamespace, Groups: f.groups}
+	info := fleet.ClusterInfo{Name: f.clusterName, Namespace: namespace, Groups: f.groups}
 	if info.Labels, err = parsePairs("label", f.labels); err != nil {
 		return &exitError{code: 2, err: err}
 	}

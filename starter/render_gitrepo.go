@@ -20,23 +20,24 @@ import (
 )
 
 // renderGitRepo previews a running GitRepo at its current commit for every cluster of the inventory it
-// targets: the same discovery, targeting and rendering as the worker's Plan and Observe, with no cluster
-// contacted.
+// targets, all of its own workspace: the same discovery, targeting and rendering as the worker's Plan and
+// Observe, with no cluster contacted.
 func renderGitRepo(cmd *cobra.Command, g *globals, f *renderFlags) error {
 	c, err := g.dial()
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	gr, commit, inv, err := readGitRepo(g, c, f.gitRepo)
+	key := g.key(f.gitRepo)
+	gr, commit, inv, err := readGitRepo(g, c, key)
 	if err != nil {
 		return err
 	}
 	clusters := inv.Clusters
 	if f.cluster != "" {
-		cl, ok := inv.Cluster(f.cluster)
+		cl, ok := inv.Cluster(key.Namespace, f.cluster)
 		if !ok {
-			return fmt.Errorf("cluster %q is not registered", f.cluster)
+			return fmt.Errorf("cluster %q is not registered", fleet.DisplayName(key.Namespace, f.cluster))
 		}
 		clusters = []fleet.Cluster{cl}
 	}
@@ -50,7 +51,7 @@ func renderGitRepo(cmd *cobra.Command, g *globals, f *renderFlags) error {
 	// targets (the worker keeps it where it ran before, which a preview cannot know).
 	bundles, err := plan.Load(dir, gr.Metadata.Name, gr.Spec.Paths, gr.Spec.Targets)
 	if err != nil {
-		return fmt.Errorf("gitrepo %q at commit %s: %w", gr.Metadata.Name, api.ShortCommit(commit), err)
+		return fmt.Errorf("gitrepo %q at commit %s: %w", key, api.ShortCommit(commit), err)
 	}
 	for _, w := range plan.Warnings(bundles) {
 		fmt.Fprintf(cmd.ErrOrStderr(), "WARN %s\n", w)
@@ -60,7 +61,7 @@ func renderGitRepo(cmd *cobra.Command, g *globals, f *renderFlags) error {
 	for _, cl := range clusters {
 		info := inv.Info(cl)
 		res := clusterResult{Cluster: cl.Metadata.Name, Bundles: []bundleResult{}}
-		for _, i := range plan.For(bundles, info) {
+		for _, i := range plan.For(bundles, key.Namespace, info) {
 			b := bundles[i]
 			if b.Err != nil {
 				res.Bundles = append(res.Bundles, bundleResult{Bundle: b.Ref.Name, Path: b.Ref.Path, Error: b.Err.Error()})
@@ -69,13 +70,13 @@ func renderGitRepo(cmd *cobra.Command, g *globals, f *renderFlags) error {
 			res.Bundles = append(res.Bundles, renderBundle(render.Input{
 				RepoRoot: dir, Bundle: b.Bundle, Cluster: info, GitRepo: gr.Metadata.Name, Commit: commit,
 				TargetNamespace: gr.Spec.TargetNamespace, KeepResources: gr.Spec.KeepResources, CorrectDrift: gr.Spec.CorrectDrift,
-				ForceSyncGeneration: gr.Spec.ForceSyncGeneration,
+				ForceSyncGeneration: gr.Spec.ForceSyncGeneration, GitRepoNamespace: key.PayloadNamespace(),
 			}, gr.Spec.Paused))
 		}
 		if len(res.Bundles) > 0 {
 			results = append(results, res)
 		} else if f.cluster != "" {
-			return fmt.Errorf("gitrepo %q does not target cluster %q", gr.Metadata.Name, f.cluster)
+			return fmt.Errorf("gitrepo %q does not target cluster %q", key, f.cluster)
 		}
 	}
 	if results == nil {
@@ -96,11 +97,11 @@ func renderGitRepo(cmd *cobra.Command, g *globals, f *renderFlags) error {
 		fmt.Fprintf(stderr, "PASS cluster %q: %s, %s\n", r.Cluster, plural(len(r.Bundles), "bundle"), plural(r.objectCount(), "object"))
 	}
 	if len(results) == 0 {
-		fmt.Fprintf(stderr, "gitrepo %q targets no registered cluster\n", gr.Metadata.Name)
+		fmt.Fprintf(stderr, "gitrepo %q targets no registered cluster of namespace %s\n", key, key.Namespace)
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("gitrepo %q at commit %s: %d of %d clusters fail to render: %s",
-			gr.Metadata.Name, api.ShortCommit(commit), len(failed), len(results), strings.Join(failed, ", "))
+			key, api.ShortCommit(commit), len(failed), len(results), strings.Join(failed, ", "))
 	}
 	return nil
 }
@@ -113,22 +114,22 @@ func plural(n int, what string) string {
 }
 
 // readGitRepo reads the GitRepo's spec and current commit from its workflow, and the cluster inventory.
-func readGitRepo(g *globals, c client.Client, name string) (fleet.GitRepo, string, inventory.Inventory, error) {
+func readGitRepo(g *globals, c client.Client, key api.GitRepoKey) (fleet.GitRepo, string, inventory.Inventory, error) {
 	var gr fleet.GitRepo
 	var inv inventory.Inventory
 	ctx, cancel := g.ctx()
 	defer cancel()
-	if err := g.ownGitRepo(ctx, c, name); err != nil {
+	if err := g.ownGitRepo(ctx, c, key); err != nil {
 		return gr, "", inv, err
 	}
-	v, err := c.QueryWorkflow(ctx, api.GitRepoWorkflowID(name), "", api.QuerySpec)
+	v, err := c.QueryWorkflow(ctx, key.WorkflowID(), "", api.QuerySpec)
 	if err != nil {
-		return gr, "", inv, fmt.Errorf("gitrepo %q: reading its spec: %w", name, err)
+		return gr, "", inv, fmt.Errorf("gitrepo %q: reading its spec: %w", key, err)
 	}
 	if err := v.Get(&gr); err != nil {
-		return gr, "", inv, fmt.Errorf("gitrepo %q: reading its spec: %w", name, err)
+		return gr, "", inv, fmt.Errorf("gitrepo %q: reading its spec: %w", key, err)
 	}
-	st, err := queryStatus(ctx, c, name)
+	st, err := queryStatus(ctx, c, key)
 	if err != nil {
 		return gr, "", inv, err
 	}
@@ -137,7 +138,7 @@ func readGitRepo(g *globals, c client.Client, name string) (fleet.GitRepo, strin
 		if st.Error != "" {
 			msg += ": " + st.Error
 		}
-		return gr, "", inv, fmt.Errorf("gitrepo %q: %s", name, msg)
+		return gr, "", inv, fmt.Errorf("gitrepo %q: %s", key, msg)
 	}
 	v, err = c.QueryWorkflow(ctx, api.InventoryWorkflowID(g.taskQueue), "", api.QueryInventory)
 	if err != nil {

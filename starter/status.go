@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"time"
 
@@ -15,11 +16,11 @@ import (
 	"github.com/flotilla-gitops/flotilla/api"
 )
 
-func queryStatus(ctx context.Context, c client.Client, name string) (api.GitRepoStatus, error) {
+func queryStatus(ctx context.Context, c client.Client, key api.GitRepoKey) (api.GitRepoStatus, error) {
 	var st api.GitRepoStatus
-	v, err := c.QueryWorkflow(ctx, api.GitRepoWorkflowID(name), "", api.QueryStatus)
+	v, err := c.QueryWorkflow(ctx, key.WorkflowID(), "", api.QueryStatus)
 	if err != nil {
-		return st, fmt.Errorf("gitrepo %q: %w", name, err)
+		return st, fmt.Errorf("gitrepo %q: %w", key, err)
 	}
 	return st, v.Get(&st)
 }
@@ -28,17 +29,18 @@ func newStatusCmd(g *globals) *cobra.Command {
 	var wait, watch bool
 	var waitTimeout time.Duration
 	cmd := &cobra.Command{
-		Use:   "status NAME",
+		Use:   "status [-n NAMESPACE] NAME",
 		Short: "Show a GitRepo's status per cluster and bundle (--wait: until every cluster is Ready)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			key := g.key(args[0])
 			c, err := g.dialGitRepos()
 			if err != nil {
 				return err
 			}
 			defer c.Close()
 			ctx, cancel := g.ctx()
-			err = g.ownGitRepo(ctx, c, args[0])
+			err = g.ownGitRepo(ctx, c, key)
 			cancel()
 			if err != nil {
 				return err
@@ -47,7 +49,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 			if !wait && !watch {
 				ctx, cancel := g.ctx()
 				defer cancel()
-				st, err := queryStatus(ctx, c, args[0])
+				st, err := queryStatus(ctx, c, key)
 				if err != nil {
 					return err
 				}
@@ -57,7 +59,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 			last := ""
 			for {
 				ctx, cancel := g.ctx()
-				st, err := queryStatus(ctx, c, args[0])
+				st, err := queryStatus(ctx, c, key)
 				cancel()
 				if err == nil {
 					line := progressLine(st)
@@ -72,7 +74,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 				if time.Now().After(deadline) {
 					if err == nil {
 						_ = printStatus(out, g.output, st)
-						return &exitError{code: 3, err: fmt.Errorf("gitrepo %q not ready after %s: %s", args[0], waitTimeout, st.Message)}
+						return &exitError{code: 3, err: fmt.Errorf("gitrepo %q not ready after %s: %s", key, waitTimeout, st.Message)}
 					}
 					return &exitError{code: 3, err: err}
 				}
@@ -92,14 +94,14 @@ func allReady(st api.GitRepoStatus) bool {
 }
 
 func progressLine(st api.GitRepoStatus) string {
-	return fmt.Sprintf("%s: %s (commit %s)", st.Name, st.Message, api.ShortCommit(st.Commit))
+	return fmt.Sprintf("%s: %s (commit %s)", api.KeyOf(st.Namespace, st.Name), st.Message, api.ShortCommit(st.Commit))
 }
 
 func printStatus(w io.Writer, format string, st api.GitRepoStatus) error {
 	if format != "table" && format != "" {
 		return printStructured(w, format, st)
 	}
-	fmt.Fprintf(w, "GitRepo %s  repo %s  commit %s\nState %s: %s\n", st.Name, st.Repo, api.ShortCommit(st.Commit), st.State, st.Message)
+	fmt.Fprintf(w, "GitRepo %s  repo %s  commit %s\nState %s: %s\n", api.KeyOf(st.Namespace, st.Name), st.Repo, api.ShortCommit(st.Commit), st.State, st.Message)
 	for _, warning := range st.Warnings {
 		fmt.Fprintf(w, "Warning: %s\n", warning)
 	}
@@ -119,10 +121,11 @@ func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
 
 func newGetCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "get", Short: "List resources"}
+	var all bool
 	list := &cobra.Command{
 		Use:     "gitrepos",
 		Aliases: []string{"gitrepo"},
-		Short:   "List GitRepos with their state, ready clusters and commit",
+		Short:   "List the GitRepos of a workspace (-n, default fleet-default; -A: every workspace) with their state, ready clusters and commit",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := g.dialGitRepos()
@@ -132,47 +135,84 @@ func newGetCmd(g *globals) *cobra.Command {
 			defer c.Close()
 			ctx, cancel := g.ctx()
 			defer cancel()
-			resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-				Query: api.RunningGitReposQuery(g.taskQueue),
-			})
+			rows, err := listGitRepos(ctx, c, g.taskQueue, func(k api.GitRepoKey) bool { return all || k.Namespace == g.workspace() })
 			if err != nil {
 				return err
-			}
-			type row struct {
-				Name   string `json:"name"`
-				Repo   string `json:"repo"`
-				State  string `json:"state"`
-				Ready  string `json:"ready"`
-				Commit string `json:"commit"`
-			}
-			rows := []row{}
-			dc := converter.GetDefaultDataConverter()
-			for _, e := range resp.Executions {
-				sa := e.GetSearchAttributes().GetIndexedFields()
-				get := func(k string) string {
-					var s string
-					if p := sa[k]; p != nil {
-						_ = dc.FromPayload(p, &s)
-					}
-					return s
-				}
-				rows = append(rows, row{Name: get(api.SearchAttrGitRepo), Repo: get(api.SearchAttrRepo), State: get(api.SearchAttrState),
-					Ready: get(api.SearchAttrReady), Commit: get(api.SearchAttrCommit)})
 			}
 			if g.output != "table" && g.output != "" {
 				return printStructured(cmd.OutOrStdout(), g.output, rows)
 			}
 			tw := tabWriter(cmd.OutOrStdout())
+			if all {
+				fmt.Fprint(tw, "NAMESPACE\t")
+			}
 			fmt.Fprintln(tw, "NAME\tREPO\tSTATE\tREADY\tCOMMIT")
 			for _, r := range rows {
+				if all {
+					fmt.Fprintf(tw, "%s\t", r.Namespace)
+				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, r.Repo, r.State, r.Ready, api.ShortCommit(r.Commit))
 			}
 			return tw.Flush()
 		},
 	}
 	addOutputFlag(list, g)
+	addAllNamespacesFlag(list, &all)
 	cmd.AddCommand(list)
 	return cmd
+}
+
+// gitRepoRow is one GitRepo of `get gitrepos`, from its search attributes.
+type gitRepoRow struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Repo      string `json:"repo"`
+	State     string `json:"state"`
+	Ready     string `json:"ready"`
+	Commit    string `json:"commit"`
+}
+
+// listGitRepos lists the running GitRepos of the installation on taskQueue that keep accepts, sorted by
+// namespace and name. The workspace comes from the workflow ID, which every run has: runs started before
+// workspaces existed lack FlotillaNamespace until they continue as new.
+func listGitRepos(ctx context.Context, c client.Client, taskQueue string, keep func(api.GitRepoKey) bool) ([]gitRepoRow, error) {
+	rows := []gitRepoRow{}
+	dc := converter.GetDefaultDataConverter()
+	var token []byte
+	for {
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Query: api.RunningGitReposQuery(taskQueue), NextPageToken: token,
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range resp.Executions {
+			key, ok := api.ParseGitRepoWorkflowID(e.GetExecution().GetWorkflowId())
+			if !ok || !keep(key) {
+				continue
+			}
+			sa := e.GetSearchAttributes().GetIndexedFields()
+			get := func(k string) string {
+				var s string
+				if p := sa[k]; p != nil {
+					_ = dc.FromPayload(p, &s)
+				}
+				return s
+			}
+			rows = append(rows, gitRepoRow{Namespace: key.Namespace, Name: key.Name, Repo: get(api.SearchAttrRepo), State: get(api.SearchAttrState),
+				Ready: get(api.SearchAttrReady), Commit: get(api.SearchAttrCommit)})
+		}
+		if token = resp.GetNextPageToken(); len(token) == 0 {
+			break
+		}
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		if rows[i].Namespace != rows[j].Namespace {
+			return rows[i].Namespace < rows[j].Namespace
+		}
+		return rows[i].Name < rows[j].Name
+	})
+	return rows, nil
 }
 
 type signalKind string
@@ -186,10 +226,11 @@ const (
 
 func newSignalCmd(g *globals, verb, short string, sig signalKind) *cobra.Command {
 	return &cobra.Command{
-		Use:   verb + " NAME",
+		Use:   verb + " [-n NAMESPACE] NAME",
 		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			key := g.key(args[0])
 			c, err := g.dialGitRepos()
 			if err != nil {
 				return err
@@ -197,13 +238,13 @@ func newSignalCmd(g *globals, verb, short string, sig signalKind) *cobra.Command
 			defer c.Close()
 			ctx, cancel := g.ctx()
 			defer cancel()
-			if err := g.ownGitRepo(ctx, c, args[0]); err != nil {
+			if err := g.ownGitRepo(ctx, c, key); err != nil {
 				return err
 			}
-			if err := c.SignalWorkflow(ctx, api.GitRepoWorkflowID(args[0]), "", string(sig), nil); err != nil {
-				return fmt.Errorf("gitrepo %q: %w", args[0], err)
+			if err := c.SignalWorkflow(ctx, key.WorkflowID(), "", string(sig), nil); err != nil {
+				return fmt.Errorf("gitrepo %q: %w", key, err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "gitrepo/%s: %s requested\n", args[0], verb)
+			fmt.Fprintf(cmd.OutOrStdout(), "gitrepo/%s: %s requested\n", key, verb)
 			return nil
 		},
 	}

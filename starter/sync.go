@@ -15,7 +15,7 @@ func newSyncCmd(g *globals) *cobra.Command {
 	var allowRemoval bool
 	var commit string
 	cmd := &cobra.Command{
-		Use:   "sync NAME [--allow-removal [--commit SHA]]",
+		Use:   "sync [-n NAMESPACE] NAME [--allow-removal [--commit SHA]]",
 		Short: "Poll the GitRepo's repository now (--allow-removal: approve a held plan that uninstalls)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -25,6 +25,7 @@ func newSyncCmd(g *globals) *cobra.Command {
 				}
 				return newSignalCmd(g, "sync", "", signalSync).RunE(cmd, args)
 			}
+			key := g.key(args[0])
 			c, err := g.dialGitRepos()
 			if err != nil {
 				return err
@@ -32,21 +33,21 @@ func newSyncCmd(g *globals) *cobra.Command {
 			defer c.Close()
 			ctx, cancel := g.ctx()
 			defer cancel()
-			if err := g.ownGitRepo(ctx, c, args[0]); err != nil {
+			if err := g.ownGitRepo(ctx, c, key); err != nil {
 				return err
 			}
 			h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-				WorkflowID: api.GitRepoWorkflowID(args[0]), UpdateName: api.UpdateApproveRemoval,
+				WorkflowID: key.WorkflowID(), UpdateName: api.UpdateApproveRemoval,
 				Args: []any{api.ApproveRemovalInput{Commit: commit}}, WaitForStage: client.WorkflowUpdateStageCompleted,
 			})
 			if err != nil {
-				return fmt.Errorf("gitrepo %q: %w", args[0], err)
+				return fmt.Errorf("gitrepo %q: %w", key, err)
 			}
 			var res api.ApproveRemovalResult
 			if err := h.Get(ctx, &res); err != nil {
-				return fmt.Errorf("gitrepo %q: %w", args[0], err)
+				return fmt.Errorf("gitrepo %q: %w", key, err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "gitrepo/%s: approved the plan of commit %s; it applies now\n", args[0], api.ShortCommit(res.Commit))
+			fmt.Fprintf(cmd.OutOrStdout(), "gitrepo/%s: approved the plan of commit %s; it applies now\n", key, api.ShortCommit(res.Commit))
 			return nil
 		},
 	}

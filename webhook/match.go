@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+
+	"github.com/flotilla-gitops/flotilla/api"
 )
 
 // GitRepo is what matching needs to know about one running GitRepo.
@@ -16,7 +18,12 @@ type GitRepo struct {
 	// and follows HEAD: any push to the repo syncs it, because a needless poll costs one ls-remote while a
 	// missed one leaves a commit undeployed.
 	RefUnknown bool
+	// Namespace is the GitRepo's workspace; empty is fleet-default.
+	Namespace string
 }
+
+// Key is the GitRepo's identity.
+func (g GitRepo) Key() api.GitRepoKey { return api.KeyOf(g.Namespace, g.Name) }
 
 // Push is what a push event says, whichever provider sent it.
 type Push struct {

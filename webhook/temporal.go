@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -43,7 +42,8 @@ type refs struct {
 
 // List filters on the FlotillaRepo search attribute (the spec's repo URL, set when the run starts), then
 // asks each candidate which ref it follows: the status query answers from the live spec, which a `spec`
-// signal may have changed since.
+// signal may have changed since. It sees the GitRepos of every workspace; the workflow ID says whose each
+// is (FlotillaNamespace is missing on runs started before workspaces).
 func (t Temporal) List(ctx context.Context, matches func(repo string) bool) ([]GitRepo, error) {
 	dc := converter.GetDefaultDataConverter()
 	var found []GitRepo
@@ -56,8 +56,8 @@ func (t Temporal) List(ctx context.Context, matches func(repo string) bool) ([]G
 			return nil, fmt.Errorf("listing running GitRepos: %w", err)
 		}
 		for _, e := range resp.GetExecutions() {
-			name, isGitRepo := strings.CutPrefix(e.GetExecution().GetWorkflowId(), api.GitRepoWorkflowID(""))
-			if !isGitRepo || name == "" || strings.Contains(name, "/") {
+			key, isGitRepo := api.ParseGitRepoWorkflowID(e.GetExecution().GetWorkflowId())
+			if !isGitRepo {
 				continue
 			}
 			var repo string
@@ -65,7 +65,7 @@ func (t Temporal) List(ctx context.Context, matches func(repo string) bool) ([]G
 				_ = dc.FromPayload(p, &repo)
 			}
 			if matches(repo) {
-				found = append(found, GitRepo{Name: name, Repo: repo})
+				found = append(found, GitRepo{Namespace: key.PayloadNamespace(), Name: key.Name, Repo: repo})
 			}
 		}
 		token = resp.GetNextPageToken()
@@ -85,7 +85,7 @@ func (t Temporal) readRefs(ctx context.Context, repos []GitRepo) {
 		slots <- struct{}{}
 		go func(g *GitRepo) {
 			defer func() { <-slots; wg.Done() }()
-			r, err := t.status(ctx, g.Name)
+			r, err := t.status(ctx, g.Key())
 			if err != nil {
 				g.RefUnknown = true
 				return
@@ -103,11 +103,11 @@ func (t Temporal) readRefs(ctx context.Context, repos []GitRepo) {
 	wg.Wait()
 }
 
-func (t Temporal) status(ctx context.Context, name string) (refs, error) {
+func (t Temporal) status(ctx context.Context, key api.GitRepoKey) (refs, error) {
 	ctx, cancel := context.WithTimeout(ctx, queryTimeout)
 	defer cancel()
 	var r refs
-	v, err := t.Client.QueryWorkflow(ctx, api.GitRepoWorkflowID(name), "", api.QueryStatus)
+	v, err := t.Client.QueryWorkflow(ctx, key.WorkflowID(), "", api.QueryStatus)
 	if err != nil {
 		return r, err
 	}
@@ -115,14 +115,14 @@ func (t Temporal) status(ctx context.Context, name string) (refs, error) {
 }
 
 // Sync sends the `sync` signal, which polls at once.
-func (t Temporal) Sync(ctx context.Context, name string) error {
-	err := t.Client.SignalWorkflow(ctx, api.GitRepoWorkflowID(name), "", api.SignalSync, nil)
+func (t Temporal) Sync(ctx context.Context, key api.GitRepoKey) error {
+	err := t.Client.SignalWorkflow(ctx, key.WorkflowID(), "", api.SignalSync, nil)
 	var notFound *serviceerror.NotFound
 	if errors.As(err, &notFound) {
-		return fmt.Errorf("gitrepo %q: %w", name, ErrNotRunning)
+		return fmt.Errorf("gitrepo %q: %w", key, ErrNotRunning)
 	}
 	if err != nil {
-		return fmt.Errorf("gitrepo %q: signal %s: %w", name, api.SignalSync, err)
+		return fmt.Errorf("gitrepo %q: signal %s: %w", key, api.SignalSync, err)
 	}
 	return nil
 }

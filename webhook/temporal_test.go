@@ -106,10 +106,36 @@ func TestTemporalListsRunningGitReposOfThePushedRepoWithTheirLiveBranch(t *testi
 	require.NotContains(t, f.queries, "gitrepo/infra", "only GitRepos of the pushed repo are queried")
 }
 
+// A GitRepo of any workspace is found; the workflow ID says which, as runs started before workspaces lack
+// FlotillaNamespace.
+func TestTemporalListsTheGitReposOfEveryWorkspace(t *testing.T) {
+	f := &fakeTemporal{
+		pages: [][][2]string{{
+			{"gitrepo/web", "https://github.com/org/apps"},
+			{"gitrepo/team-a/web", "https://github.com/org/apps"},
+			{"gitrepo/team-a/web/cluster/edge", "https://github.com/org/apps"},
+			{"gitrepo/web/cluster/edge", "https://github.com/org/apps"},
+		}},
+		statuses: map[string]api.GitRepoStatus{
+			"gitrepo/web":        {Name: "web", Repo: "https://github.com/org/apps", Branch: "main"},
+			"gitrepo/team-a/web": {Name: "web", Repo: "https://github.com/org/apps", Branch: "dev", Namespace: "team-a"},
+		},
+	}
+	push := newRepoSet([]string{"https://github.com/org/apps.git"})
+	got, err := Temporal{Client: f, TaskQueue: "flotilla"}.List(context.Background(), push.matches)
+	require.NoError(t, err)
+	sort.Slice(got, func(i, j int) bool { return got[i].Key().Qualified() < got[j].Key().Qualified() })
+	require.Equal(t, []GitRepo{
+		{Name: "web", Repo: "https://github.com/org/apps", Branch: "main"},
+		{Name: "web", Repo: "https://github.com/org/apps", Branch: "dev", Namespace: "team-a"},
+	}, got, "each queried by its own ID; cluster workflows left out")
+}
+
 func TestTemporalSyncSignalsAndReportsAnEndedGitRepo(t *testing.T) {
 	f := &fakeTemporal{}
-	require.NoError(t, Temporal{Client: f}.Sync(context.Background(), "apps"))
-	require.Equal(t, []string{"gitrepo/apps sync"}, f.signals)
-	err := Temporal{Client: f}.Sync(context.Background(), "gone")
+	require.NoError(t, Temporal{Client: f}.Sync(context.Background(), api.KeyOf("", "apps")))
+	require.NoError(t, Temporal{Client: f}.Sync(context.Background(), api.KeyOf("team-a", "apps")))
+	require.Equal(t, []string{"gitrepo/apps sync", "gitrepo/team-a/apps sync"}, f.signals)
+	err := Temporal{Client: f}.Sync(context.Background(), api.KeyOf("", "gone"))
 	require.True(t, errors.Is(err, ErrNotRunning), "%v", err)
 }

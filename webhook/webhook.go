@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/flotilla-gitops/flotilla/api"
 )
 
 // Path is where the worker serves the webhook, for both providers.
@@ -27,11 +29,12 @@ var ErrNotRunning = errors.New("gitrepo is not running")
 
 // GitRepos is the webhook's view of the running GitRepos.
 type GitRepos interface {
-	// List returns the running GitRepos whose repo URL satisfies matches, with the branch and revision
-	// they follow.
+	// List returns the running GitRepos of every workspace whose repo URL satisfies matches, with the
+	// branch and revision they follow: a push concerns every GitRepo of the repository, whatever its
+	// namespace.
 	List(ctx context.Context, matches func(repo string) bool) ([]GitRepo, error)
 	// Sync asks one GitRepo to poll now.
-	Sync(ctx context.Context, name string) error
+	Sync(ctx context.Context, gitRepo api.GitRepoKey) error
 }
 
 // Handler verifies, parses and acts on push events. It never logs the secret or the payload.
@@ -64,7 +67,8 @@ func New(secret []byte, repos GitRepos, limits Limits, log *zap.Logger) (*Handle
 
 // Response is the JSON body of every answer.
 type Response struct {
-	// Synced names the GitRepos asked to poll, sorted.
+	// Synced names the GitRepos asked to poll, sorted: by name in fleet-default, as namespace/name in any
+	// other workspace (api.GitRepoKey.String).
 	Synced []string `json:"synced"`
 	// Failed names the GitRepos that could not be signalled; the delivery can be redelivered.
 	Failed []string `json:"failed,omitempty"`
@@ -200,13 +204,14 @@ func (h *Handler) sync(ctx context.Context, log *zap.Logger, push Push, urls rep
 		if !urls.matches(g.Repo) || !g.Follows(push.Ref, push.DefaultBranch) {
 			continue
 		}
-		switch err := h.repos.Sync(ctx, g.Name); {
+		key := g.Key()
+		switch err := h.repos.Sync(ctx, key); {
 		case err == nil:
-			res.Synced = append(res.Synced, g.Name)
+			res.Synced = append(res.Synced, key.String())
 		case errors.Is(err, ErrNotRunning):
 		default:
-			log.Warn("webhook could not signal sync", zap.String("gitRepo", g.Name), zap.Error(err))
-			res.Failed = append(res.Failed, g.Name)
+			log.Warn("webhook could not signal sync", zap.Stringer("gitRepo", key), zap.Error(err))
+			res.Failed = append(res.Failed, key.String())
 		}
 	}
 	sort.Strings(res.Synced)

@@ -23,6 +23,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/flotilla-gitops/flotilla/api"
 )
 
 const secret = "s3cret-webhook-key"
@@ -49,7 +51,8 @@ func (f *fakeRepos) List(_ context.Context, matches func(string) bool) ([]GitRep
 	return out, nil
 }
 
-func (f *fakeRepos) Sync(_ context.Context, name string) error {
+func (f *fakeRepos) Sync(_ context.Context, key api.GitRepoKey) error {
+	name := key.String()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.syncErr[name]; err != nil {
@@ -149,6 +152,22 @@ func TestSignedGitHubPushSyncsEveryGitRepoFollowingThatBranchOfThatRepo(t *testi
 	require.Equal(t, "application/json", w.Header().Get("Content-Type"))
 	require.Equal(t, []string{"apps-head", "apps-main", "apps-ssh"}, res.Synced,
 		"main and HEAD (default branch main) of org/apps, however its URL is written; not dev, v1 or other repos")
+	require.ElementsMatch(t, res.Synced, repos.syncs())
+}
+
+// A push concerns the GitRepos of the repository in every workspace, same-named ones included.
+func TestAPushSyncsTheGitReposOfEveryWorkspace(t *testing.T) {
+	repos := &fakeRepos{running: []GitRepo{
+		{Name: "web", Repo: "https://github.com/org/apps", Branch: "main"},
+		{Name: "web", Repo: "https://github.com/org/apps", Branch: "main", Namespace: "team-a"},
+		{Name: "web", Repo: "git@github.com:org/apps.git", Branch: "main", Namespace: "team-b"},
+		{Name: "web", Repo: "https://github.com/org/apps", Branch: "dev", Namespace: "team-c"},
+	}}
+	h, _ := newHandler(t, repos)
+	body := githubPushBody("refs/heads/main")
+	w, res := serve(h, githubRequest("push", body, sign(secret, body)))
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	require.Equal(t, []string{"team-a/web", "team-b/web", "web"}, res.Synced, "fleet-default's by name, the others' with their namespace")
 	require.ElementsMatch(t, res.Synced, repos.syncs())
 }
 

@@ -16,14 +16,16 @@ import (
 
 // config is the worker's command line, each flag defaulting to its environment variable where it has one.
 type config struct {
-	address, namespace, taskQueue string
-	cacheDir, credsFile           string
-	logLevel                      string
-	devLog                        bool
-	maxActivities                 int
-	webhookListen, webhookSecret  string
-	webhookMaxBody                string
-	pprofListen                   string
+	address, taskQueue string
+	// temporalNamespace is --temporal-namespace: in the CLI, -n/--namespace is a GitRepo's workspace.
+	temporalNamespace            string
+	cacheDir, credsFile          string
+	logLevel                     string
+	devLog                       bool
+	maxActivities                int
+	webhookListen, webhookSecret string
+	webhookMaxBody               string
+	pprofListen                  string
 }
 
 // parseFlags reads the worker's flags from args into a config; main passes flag.CommandLine, which exits
@@ -35,7 +37,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	}
 	var c config
 	fs.StringVar(&c.address, "address", envdefault.TemporalAddress(), "Temporal frontend host:port (env TEMPORAL_ADDRESS)")
-	fs.StringVar(&c.namespace, "namespace", envdefault.TemporalNamespace(), "Temporal namespace (env TEMPORAL_NAMESPACE)")
+	// --temporal-namespace, as in the CLI, where -n/--namespace is a GitRepo's workspace; the worker serves
+	// every workspace.
+	fs.StringVar(&c.temporalNamespace, "temporal-namespace", envdefault.TemporalNamespace(), "Temporal namespace (env TEMPORAL_NAMESPACE)")
 	fs.StringVar(&c.taskQueue, "task-queue", envdefault.TaskQueue(),
 		"task queue to poll, which sets this installation apart from others on the namespace (env FLOTILLA_TASK_QUEUE); the CLI takes the same")
 	fs.StringVar(&c.cacheDir, "cache-dir", envdefault.Or("FLOTILLA_CACHE_DIR", defaultCache), "where git checkouts are cached")

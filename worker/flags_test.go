@@ -33,6 +33,24 @@ func TestTheWorkerPollsTheTaskQueueOfItsFlagOrEnvironment(t *testing.T) {
 	require.Equal(t, "flotilla-prod", c.taskQueue, "the flag wins over the environment")
 }
 
+// The Temporal namespace is --temporal-namespace, as in the CLI, whose -n/--namespace is a GitRepo's
+// workspace; --namespace is no flag of the worker, so a script written for the old name stops at once.
+func TestTheWorkerTakesTheTemporalNamespaceAsTemporalNamespace(t *testing.T) {
+	t.Setenv("TEMPORAL_NAMESPACE", "")
+	c, err := parse(t)
+	require.NoError(t, err)
+	require.Equal(t, "default", c.temporalNamespace)
+	t.Setenv("TEMPORAL_NAMESPACE", "prod")
+	c, err = parse(t)
+	require.NoError(t, err)
+	require.Equal(t, "prod", c.temporalNamespace)
+	c, err = parse(t, "--temporal-namespace", "staging")
+	require.NoError(t, err)
+	require.Equal(t, "staging", c.temporalNamespace)
+	_, err = parse(t, "--namespace", "staging")
+	require.EqualError(t, err, "flag provided but not defined: -namespace")
+}
+
 // A queue name ends up in workflow IDs and visibility queries: one that would break either stops the
 // worker before it connects, naming where the name came from.
 func TestTheWorkerRefusesATaskQueueNameThatWouldBreakIDsOrQueries(t *testing.T) {

@@ -56,7 +56,7 @@ func run() error {
 	}
 	defer log.Sync() //nolint:errcheck
 
-	c, err := client.Dial(client.Options{HostPort: cfg.address, Namespace: cfg.namespace, Logger: zaplog.NewAdapter(log.Named("temporal"))})
+	c, err := client.Dial(client.Options{HostPort: cfg.address, Namespace: cfg.temporalNamespace, Logger: zaplog.NewAdapter(log.Named("temporal"))})
 	if err != nil {
 		return fmt.Errorf("connecting to Temporal at %s: %w", cfg.address, err)
 	}
@@ -73,13 +73,13 @@ func run() error {
 	// Without Flotilla's search attributes every workflow task fails and nothing says why: check (and
 	// create where allowed) before polling, and stop with the commands to run otherwise.
 	sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	created, err := searchattr.Ensure(sctx, searchattr.Service{Client: c.OperatorService()}, cfg.namespace, api.SearchAttributes)
+	created, err := searchattr.Ensure(sctx, searchattr.Service{Client: c.OperatorService()}, cfg.temporalNamespace, api.SearchAttributes)
 	cancel()
 	if err != nil {
 		return err
 	}
 	if len(created) > 0 {
-		log.Info("created search attributes", zap.String("namespace", cfg.namespace), zap.Strings("names", created))
+		log.Info("created search attributes", zap.String("temporalNamespace", cfg.temporalNamespace), zap.Strings("names", created))
 	}
 	if err := ensureInventory(c, cfg.taskQueue); err != nil {
 		return err
@@ -108,7 +108,7 @@ func run() error {
 
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
-	log.Info("worker starting", zap.String("address", cfg.address), zap.String("namespace", cfg.namespace), zap.String("taskQueue", cfg.taskQueue))
+	log.Info("worker starting", zap.String("address", cfg.address), zap.String("temporalNamespace", cfg.temporalNamespace), zap.String("taskQueue", cfg.taskQueue))
 	// The webhook comes up first so that a missing secret or a busy address stops the worker before it runs anything.
 	if cfg.webhookListen != "" {
 		maxBody, err := resource.ParseQuantity(cfg.webhookMaxBody)

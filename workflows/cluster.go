@@ -69,7 +69,8 @@ type clusterRun struct {
 }
 
 // ClusterWorkflow applies a GitRepo's bundles to one cluster and keeps checking them. It is a long-lived
-// entity (ID gitrepo/<name>/cluster/<cluster>): its failures stay on its own branch, and the GitRepo learns
+// entity (ID gitrepo/<name>/cluster/<cluster>, gitrepo/<namespace>/<name>/cluster/<cluster> outside
+// fleet-default; its target names the GitRepo it reports to, namespace included): its failures stay on its own branch, and the GitRepo learns
 // of them through status reports.
 func ClusterWorkflow(ctx workflow.Context, in ClusterWorkflowInput) error {
 	r := &clusterRun{in: in}
@@ -92,7 +93,8 @@ func ClusterWorkflow(ctx workflow.Context, in ClusterWorkflowInput) error {
 	cluster, _ := sa.GetKeyword(searchCluster)
 	if !r.loop2(ctx) || repo != in.Target.GitRepo || cluster != in.Target.Cluster {
 		_ = workflow.UpsertTypedSearchAttributes(ctx,
-			searchGitRepo.ValueSet(in.Target.GitRepo), searchCluster.ValueSet(in.Target.Cluster))
+			searchGitRepo.ValueSet(in.Target.GitRepo), searchCluster.ValueSet(in.Target.Cluster),
+			searchNamespace.ValueSet(in.Target.Key().Namespace))
 	}
 	return r.loop(ctx)
 }

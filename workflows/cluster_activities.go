@@ -58,7 +58,7 @@ func (r *clusterRun) remove(ctx workflow.Context, rr RemoveRequest) error {
 	var res api.UninstallResult
 	err := workflow.ExecuteActivity(actx, api.ActivityUninstall, api.UninstallInput{
 		GitRepo: r.in.Target.GitRepo, Cluster: r.in.Target.Cluster, ClusterDigest: r.in.Target.ClusterDigest,
-		KeepResources: rr.KeepResources || r.in.Target.Options.KeepResources,
+		KeepResources: rr.KeepResources || r.in.Target.Options.KeepResources, Namespace: r.in.Target.Namespace,
 	}).Get(ctx, &res)
 	if err != nil {
 		return err

@@ -20,12 +20,12 @@ func (r *clusterRun) report(ctx workflow.Context, removed bool) {
 		searchState.ValueSet(st.State), searchCommit.ValueSet(st.Commit),
 		searchHasError.ValueSet(st.State == api.StateErrApplied))
 	workflow.SetCurrentDetails(ctx, clusterDetails(st))
-	parent := api.GitRepoWorkflowID(r.in.Target.GitRepo)
+	parent := r.in.Target.Key().WorkflowID()
 	err := workflow.SignalExternalWorkflow(ctx, parent, "", api.SignalClusterReport,
 		ClusterReport{Cluster: r.in.Target.Cluster, Status: st, Removed: removed}).Get(ctx, nil)
 	if err != nil {
 		// The GitRepo may be continuing as new or gone; the next change reports again.
-		workflow.GetLogger(ctx).Warn("status report not delivered", "gitRepo", r.in.Target.GitRepo, "error", err)
+		workflow.GetLogger(ctx).Warn("status report not delivered", "gitRepo", r.in.Target.Key().String(), "error", err)
 		return
 	}
 	r.carry.LastReported = fp

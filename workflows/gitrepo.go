@@ -20,6 +20,13 @@ type GitRepoInput struct {
 	// compressed (see packCarry); a run gets one or the other.
 	Carry  *GitRepoCarry `json:"carry,omitempty"`
 	CarryZ []byte        `json:"carryZ,omitempty"`
+	// Workspace is the GitRepo's namespace (Fleet's workspace) outside fleet-default, as `flotilla apply`
+	// starts it; empty is fleet-default. With metadata.name it is the run's identity (api.GitRepoKey): its
+	// workflow ID, its cluster workflows' IDs, the workspace it plans in and the owner its releases name.
+	// It is not read from metadata.namespace, which GitRepos ignored before workspaces existed: a run
+	// started then is fleet-default's (its ID is gitrepo/<name>) whatever namespace its YAML had, and
+	// must stay so to replay and to keep its cluster workflows. Continue-as-new carries it.
+	Workspace string `json:"workspace,omitempty"`
 }
 
 // RunOptions are Flotilla's own knobs, beside Fleet's spec.
@@ -33,6 +40,8 @@ type RunOptions struct {
 }
 
 type gitRepoRun struct {
+	// key is the GitRepo's identity, fixed for the life of the workflow (GitRepoInput.Workspace).
+	key   api.GitRepoKey
 	spec  fleet.GitRepo
 	opts  RunOptions
 	carry GitRepoCarry
@@ -63,7 +72,11 @@ func GitRepoWorkflow(ctx workflow.Context, in GitRepoInput) error {
 	if err := validateGitRepo(in.GitRepo, strict); err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), api.ErrTypeInvalidGitRepo, nil)
 	}
-	g := &gitRepoRun{spec: in.GitRepo, paused: in.Spec.Paused}
+	key := api.KeyOf(in.Workspace, in.Metadata.Name)
+	if err := validateWorkspace(in.GitRepo, in.Workspace); err != nil {
+		return temporal.NewNonRetryableApplicationError(err.Error(), api.ErrTypeInvalidGitRepo, nil)
+	}
+	g := &gitRepoRun{key: key, spec: withWorkspace(in.GitRepo, key), paused: in.Spec.Paused}
 	if in.Flotilla != nil {
 		g.opts = *in.Flotilla
 	}
@@ -73,7 +86,7 @@ func GitRepoWorkflow(ctx workflow.Context, in GitRepoInput) error {
 	if len(in.CarryZ) > 0 {
 		c, err := unpackCarry(in.CarryZ)
 		if err != nil {
-			return temporal.NewNonRetryableApplicationError("gitrepo "+in.Metadata.Name+": carried state: "+err.Error(), api.ErrTypeInvalidCarry, nil)
+			return temporal.NewNonRetryableApplicationError("gitrepo "+key.String()+": carried state: "+err.Error(), api.ErrTypeInvalidCarry, nil)
 		}
 		g.carry = c
 	}
@@ -94,11 +107,22 @@ func GitRepoWorkflow(ctx workflow.Context, in GitRepoInput) error {
 		workflow.UpdateHandlerOptions{Validator: g.validateApproval}); err != nil {
 		return err
 	}
-	_ = workflow.UpsertTypedSearchAttributes(ctx, searchGitRepo.ValueSet(g.spec.Metadata.Name), searchRepo.ValueSet(g.spec.Spec.Repo))
+	// One upsert, as before FlotillaNamespace existed: replay matches an upsert by its kind alone.
+	_ = workflow.UpsertTypedSearchAttributes(ctx, searchGitRepo.ValueSet(g.spec.Metadata.Name), searchRepo.ValueSet(g.spec.Spec.Repo),
+		searchNamespace.ValueSet(key.Namespace))
 	return g.loop(ctx)
 }
 
 func (g *gitRepoRun) name() string { return g.spec.Metadata.Name }
+
+// withWorkspace writes the namespace of a GitRepo outside fleet-default into a spec that names none, so
+// the spec query says where it runs; fleet-default specs are kept as they came, as before workspaces.
+func withWorkspace(spec fleet.GitRepo, key api.GitRepoKey) fleet.GitRepo {
+	if spec.Metadata.Namespace == "" && !key.IsDefault() {
+		spec.Metadata.Namespace = key.Namespace
+	}
+	return spec
+}
 
 func (g *gitRepoRun) pollingInterval() time.Duration {
 	if d, err := time.ParseDuration(g.spec.Spec.PollingInterval); err == nil && d > 0 {
@@ -131,7 +155,7 @@ func (g *gitRepoRun) window() int {
 // jitter delays the nth poll by up to 10% of the interval, as Fleet's polling trigger does, so GitRepos
 // started together do not poll together.
 func (g *gitRepoRun) jitter(d time.Duration, n int64) time.Duration {
-	return time.Duration(float64(d) * 0.1 * float64(spread(fmt.Sprintf("%s/%d", g.name(), n))) / 65535.0)
+	return time.Duration(float64(d) * 0.1 * float64(spread(fmt.Sprintf("%s/%d", g.key, n))) / 65535.0)
 }
 
 func (g *gitRepoRun) loop(ctx workflow.Context) error {
@@ -228,14 +252,14 @@ func (g *gitRepoRun) continueAsNew(ctx workflow.Context) error {
 	in, trimmed := g.nextRunInput()
 	if trimmed {
 		workflow.GetLogger(ctx).Warn("carried cluster statuses trimmed to fit the payload limit; they fill in again as clusters report",
-			"gitRepo", g.name(), "clusters", len(g.r.Clusters))
+			"gitRepo", g.key.String(), "clusters", len(g.r.Clusters))
 	}
 	return workflow.NewContinueAsNewError(ctx, GitRepoWorkflow, in)
 }
 
 // nextRunInput is the input of the run that continues this one, its carried state packed.
 func (g *gitRepoRun) nextRunInput() (GitRepoInput, bool) {
-	in := GitRepoInput{GitRepo: g.spec}
+	in := GitRepoInput{GitRepo: g.spec, Workspace: g.key.PayloadNamespace()}
 	in.Spec.Paused = g.paused
 	if g.opts != (RunOptions{}) {
 		opts := g.opts

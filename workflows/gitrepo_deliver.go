@@ -16,7 +16,7 @@ func (g *gitRepoRun) target(pc api.PlannedCluster) api.ClusterTarget {
 	s := g.spec.Spec
 	t := api.ClusterTarget{
 		GitRepo: g.name(), Cluster: pc.Name, ClusterDigest: pc.Digest, Repo: s.Repo, Commit: g.carry.Commit,
-		ClientSecretName: s.ClientSecretName,
+		ClientSecretName: s.ClientSecretName, Namespace: g.key.PayloadNamespace(),
 		Options: api.DeployOptions{
 			TargetNamespace: s.TargetNamespace, KeepResources: s.KeepResources,
 			CorrectDrift: s.CorrectDrift, ForceSyncGeneration: s.ForceSyncGeneration,
@@ -45,7 +45,7 @@ func (g *gitRepoRun) deliver(ctx workflow.Context) {
 // send signals the cluster workflow, starting it as a child when it does not run.
 func (g *gitRepoRun) send(ctx workflow.Context, h handOver) {
 	cluster, up, known := h.Cluster, h.Update, h.Running
-	id := api.ClusterWorkflowID(g.name(), cluster)
+	id := g.key.ClusterWorkflowID(cluster)
 	if !known {
 		g.startsThisRun++
 	}
@@ -60,9 +60,10 @@ func (g *gitRepoRun) send(ctx workflow.Context, h handOver) {
 			WorkflowID:            id,
 			ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
 			WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-			StaticSummary:         fmt.Sprintf("GitRepo %s on cluster %s", g.name(), cluster),
+			StaticSummary:         fmt.Sprintf("GitRepo %s on cluster %s", g.key, cluster),
 			TypedSearchAttributes: temporal.NewSearchAttributes(
-				searchGitRepo.ValueSet(g.name()), searchCluster.ValueSet(cluster), searchRepo.ValueSet(g.spec.Spec.Repo)),
+				searchGitRepo.ValueSet(g.name()), searchCluster.ValueSet(cluster), searchRepo.ValueSet(g.spec.Spec.Repo),
+				searchNamespace.ValueSet(g.key.Namespace)),
 		})
 		child := workflow.ExecuteChildWorkflow(cctx, ClusterWorkflow, ClusterWorkflowInput{
 			Target: up.Target, Generation: up.Generation, Paused: up.Paused, CheckInterval: up.CheckInterval,
@@ -111,7 +112,7 @@ func (g *gitRepoRun) deleteEverywhere(ctx workflow.Context, reportCh workflow.Re
 		sel.Select(ctx)
 	}
 	if left := g.r.removing(); len(left) > 0 {
-		return temporal.NewApplicationError("gitrepo "+g.name()+": not removed from clusters "+strings.Join(left, ", "), api.ErrTypeRemoveIncomplete)
+		return temporal.NewApplicationError("gitrepo "+g.key.String()+": not removed from clusters "+strings.Join(left, ", "), api.ErrTypeRemoveIncomplete)
 	}
 	return nil
 }

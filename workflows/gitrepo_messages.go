@@ -53,11 +53,17 @@ func (g *gitRepoRun) addSignalHandlers(ctx workflow.Context, sel workflow.Select
 			spec.Metadata.Name = g.name()
 		}
 		if err := ValidateGitRepo(spec); err != nil || spec.Metadata.Name != g.name() {
-			workflow.GetLogger(ctx).Warn("spec update refused", "gitRepo", g.name(), "error", err)
+			workflow.GetLogger(ctx).Warn("spec update refused", "gitRepo", g.key.String(), "error", err)
+			return
+		}
+		// A spec of another workspace is another GitRepo's. fleet-default runs take any namespace, as
+		// every run did before workspaces (their recorded specs may name one).
+		if err := validateWorkspace(spec, g.key.PayloadNamespace()); err != nil {
+			workflow.GetLogger(ctx).Warn("spec update refused", "gitRepo", g.key.String(), "error", err)
 			return
 		}
 		repoChanged := spec.Spec.Repo != g.spec.Spec.Repo
-		g.spec = spec
+		g.spec = withWorkspace(spec, g.key)
 		g.paused = spec.Spec.Paused
 		g.carry.ForceSync = true
 		if repoChanged && workflow.GetVersion(ctx, repoSearchAttributeFollowsSpec, workflow.DefaultVersion, 1) == 1 {
@@ -102,10 +108,10 @@ func (g *gitRepoRun) handleEvent(ev deliveryEvent) {
 func (g *gitRepoRun) validateApproval(_ workflow.Context, in api.ApproveRemovalInput) error {
 	h := g.carry.Held
 	if h == nil {
-		return fmt.Errorf("gitrepo %q: no plan is held for approval", g.name())
+		return fmt.Errorf("gitrepo %q: no plan is held for approval", g.key)
 	}
 	if in.Commit != "" && !strings.HasPrefix(h.Commit, in.Commit) {
-		return fmt.Errorf("gitrepo %q: the held plan is for commit %s, not %s", g.name(), api.ShortCommit(h.Commit), in.Commit)
+		return fmt.Errorf("gitrepo %q: the held plan is for commit %s, not %s", g.key, api.ShortCommit(h.Commit), in.Commit)
 	}
 	return nil
 }
@@ -114,7 +120,7 @@ func (g *gitRepoRun) validateApproval(_ workflow.Context, in api.ApproveRemovalI
 func (g *gitRepoRun) approveRemoval(_ workflow.Context, _ api.ApproveRemovalInput) (api.ApproveRemovalResult, error) {
 	h := g.carry.Held
 	if h == nil {
-		return api.ApproveRemovalResult{}, fmt.Errorf("gitrepo %q: no plan is held for approval", g.name())
+		return api.ApproveRemovalResult{}, fmt.Errorf("gitrepo %q: no plan is held for approval", g.key)
 	}
 	g.carry.Approved = h.Key
 	g.carry.ForceSync = true

@@ -52,7 +52,7 @@ func (g *gitRepoRun) poll(ctx workflow.Context, resync bool) {
 	var plan api.Plan
 	err = workflow.ExecuteActivity(pctx, api.ActivityPlan, api.PlanInput{
 		GitRepo: g.name(), Repo: s.Repo, Commit: res.Commit, ClientSecretName: s.ClientSecretName,
-		Paths: s.Paths, Targets: s.Targets,
+		Paths: s.Paths, Targets: s.Targets, Namespace: g.key.PayloadNamespace(),
 	}).Get(ctx, &plan)
 	if err != nil {
 		g.carry.Error = fmt.Sprintf("commit %s: %s", api.ShortCommit(res.Commit), errorMessage(err))
@@ -61,9 +61,9 @@ func (g *gitRepoRun) poll(ctx workflow.Context, resync bool) {
 	g.carry.Error = ""
 	keepUnloaded(g.carry.Plan, &plan)
 	holdKey := hashOf([]any{plan.Commit, plan.InventoryGeneration, key})
-	if msg := removalHold(g.name(), g.carry.Plan, &plan); msg != "" && g.carry.Approved != holdKey {
+	if msg := removalHold(g.key, g.carry.Plan, &plan); msg != "" && g.carry.Approved != holdKey {
 		g.carry.Held = &HeldPlan{Key: holdKey, Commit: plan.Commit, InventoryGeneration: plan.InventoryGeneration, PlanKey: key, Message: msg}
-		workflow.GetLogger(ctx).Warn("plan held for approval", "gitRepo", g.name(), "commit", plan.Commit)
+		workflow.GetLogger(ctx).Warn("plan held for approval", "gitRepo", g.key.String(), "commit", plan.Commit)
 		return
 	}
 	g.carry.Held, g.carry.Approved = nil, ""
@@ -80,7 +80,7 @@ func (g *gitRepoRun) removeUntargeted(ctx workflow.Context) {
 
 func (g *gitRepoRun) signalRemove(ctx workflow.Context, cluster string) {
 	req := RemoveRequest{KeepResources: g.spec.Spec.KeepResources}
-	f := workflow.SignalExternalWorkflow(ctx, api.ClusterWorkflowID(g.name(), cluster), "", api.SignalRemove, req)
+	f := workflow.SignalExternalWorkflow(ctx, g.key.ClusterWorkflowID(cluster), "", api.SignalRemove, req)
 	g.pending++
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		kind := eventRemoveSent
@@ -104,11 +104,11 @@ func (g *gitRepoRun) resync(ctx workflow.Context) {
 	})
 	var res api.ListClusterWorkflowsResult
 	if err := workflow.ExecuteActivity(actx, api.ActivityListClusterWorkflows,
-		api.ListClusterWorkflowsInput{GitRepo: g.name()}).Get(ctx, &res); err != nil {
-		workflow.GetLogger(ctx).Warn("listing cluster workflows failed", "gitRepo", g.name(), "error", err)
+		api.ListClusterWorkflowsInput{GitRepo: g.name(), Namespace: g.key.PayloadNamespace()}).Get(ctx, &res); err != nil {
+		workflow.GetLogger(ctx).Warn("listing cluster workflows failed", "gitRepo", g.key.String(), "error", err)
 		return
 	}
 	for _, c := range g.r.restartMissing(g.carry.Plan, res.Clusters) {
-		workflow.GetLogger(ctx).Info("cluster workflow not running; starting it again", "gitRepo", g.name(), "cluster", c)
+		workflow.GetLogger(ctx).Info("cluster workflow not running; starting it again", "gitRepo", g.key.String(), "cluster", c)
 	}
 }

@@ -15,7 +15,7 @@ func (g *gitRepoRun) view() api.GitRepoStatus {
 	st := api.GitRepoStatus{
 		Name: g.name(), Repo: s.Repo, Branch: s.Branch, Revision: s.Revision, Commit: g.carry.Commit, Paused: g.paused,
 		Error: g.carry.Error, LastPolled: g.carry.LastPolled, Clusters: []api.ClusterStatus{}, Bundles: []string{},
-		PollingInterval: g.pollingInterval().String(), NextPoll: g.nextPoll,
+		PollingInterval: g.pollingInterval().String(), NextPoll: g.nextPoll, Namespace: g.key.Namespace,
 	}
 	if s.DisablePolling {
 		st.PollingInterval, st.NextPoll = "disabled", time.Time{}

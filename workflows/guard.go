@@ -28,11 +28,15 @@ type HeldPlan struct {
 const massRemovalMinClusters = 2
 
 // removalHold says why next may not replace prev without approval, or "" when it may. It is pure.
-func removalHold(gitRepo string, prev, next *api.Plan) string {
+func removalHold(gitRepo api.GitRepoKey, prev, next *api.Plan) string {
 	if prev == nil {
 		return ""
 	}
-	approve := fmt.Sprintf("nothing was uninstalled; if this is intended, approve it with `flotilla sync %s --allow-removal`", gitRepo)
+	sync := gitRepo.Name
+	if !gitRepo.IsDefault() {
+		sync = "-n " + gitRepo.Namespace + " " + gitRepo.Name
+	}
+	approve := fmt.Sprintf("nothing was uninstalled; if this is intended, approve it with `flotilla sync %s --allow-removal`", sync)
 	if len(next.Bundles) == 0 && len(prev.Bundles) > 0 {
 		return fmt.Sprintf("held: commit %s has no bundles under the GitRepo's paths; applying it would uninstall "+
 			"%d bundle(s) from %d cluster(s); %s", api.ShortCommit(next.Commit), len(prev.Bundles), len(prev.Clusters), approve)

@@ -36,7 +36,7 @@ func TestWhatAPlanMayRemoveWithoutApproval(t *testing.T) {
 		{"a bundle goes, the clusters stay", planOf(3, "a", "b"), planOf(1, "a", "b"), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := removalHold("shop", tc.prev, tc.next)
+			got := removalHold(api.KeyOf("", "shop"), tc.prev, tc.next)
 			if tc.held == "" {
 				require.Empty(t, got)
 				return
@@ -45,6 +45,9 @@ func TestWhatAPlanMayRemoveWithoutApproval(t *testing.T) {
 			require.Contains(t, got, "flotilla sync shop --allow-removal")
 		})
 	}
+	// Outside fleet-default the command to approve names the workspace.
+	require.Contains(t, removalHold(api.KeyOf("team-a", "shop"), planOf(1, "a", "b", "c"), planOf(1)),
+		"approve it with `flotilla sync -n team-a shop --allow-removal`")
 }
 
 // A bundle whose fleet.yaml stops loading stays where the last good plan had it: cluster "two", reached only

@@ -54,7 +54,7 @@ func InventoryWorkflow(ctx workflow.Context, in InventoryInput) error {
 			}},
 		{api.UpdateRemoveCluster,
 			func(ctx workflow.Context, r inventory.RemoveInput) (inventory.ChangeResult, error) {
-				return changed(inv.RemoveCluster(r.Name))
+				return changed(inv.RemoveCluster(r.Namespace, r.Name))
 			},
 			func(ctx workflow.Context, r inventory.RemoveInput) error { return nil }},
 		{api.UpdateUpsertClusterGroup,
@@ -64,7 +64,7 @@ func InventoryWorkflow(ctx workflow.Context, in InventoryInput) error {
 			func(ctx workflow.Context, g fleet.ClusterGroup) error { return inventory.ValidateGroup(g) }},
 		{api.UpdateRemoveClusterGroup,
 			func(ctx workflow.Context, r inventory.RemoveInput) (inventory.ChangeResult, error) {
-				return changed(inv.RemoveGroup(r.Name))
+				return changed(inv.RemoveGroup(r.Namespace, r.Name))
 			},
 			func(ctx workflow.Context, r inventory.RemoveInput) error { return nil }},
 	}
@@ -112,14 +112,15 @@ func publishInventory(ctx workflow.Context, inv inventory.Inventory) {
 	b.WriteString(fmt.Sprintf("**%d clusters, %d groups** (generation %d)\n\n| cluster | labels | kubeconfig |\n|---|---|---|\n",
 		len(inv.Clusters), len(inv.Groups), inv.Generation))
 	for i, c := range inv.Clusters {
+		name := fleet.DisplayName(c.Metadata.Namespace, c.Metadata.Name)
 		if i < inventoryMemoClusters {
-			clusters[c.Metadata.Name] = labelString(c.Metadata.Labels)
+			clusters[name] = labelString(c.Metadata.Labels)
 		}
 		if i == inventoryDetailRows {
 			b.WriteString(fmt.Sprintf("| … | %d more: `flotilla cluster list` shows them all | |\n", len(inv.Clusters)-i))
 			break
 		}
-		b.WriteString(fmt.Sprintf("| %s | %s | %s |\n", c.Metadata.Name, labelString(c.Metadata.Labels), c.Spec.KubeConfigPath))
+		b.WriteString(fmt.Sprintf("| %s | %s | %s |\n", name, labelString(c.Metadata.Labels), c.Spec.KubeConfigPath))
 	}
 	_ = workflow.UpsertMemo(ctx, map[string]any{"clusters": clusters, "clusterCount": len(inv.Clusters), "generation": inv.Generation})
 	workflow.SetCurrentDetails(ctx, b.String())

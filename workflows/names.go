@@ -18,4 +18,6 @@ var (
 	searchState    = temporal.NewSearchAttributeKeyKeyword(api.SearchAttrState)
 	searchReady    = temporal.NewSearchAttributeKeyKeyword(api.SearchAttrReady)
 	searchHasError = temporal.NewSearchAttributeKeyBool(api.SearchAttrHasError)
+
+	searchNamespace = temporal.NewSearchAttributeKeyKeyword(api.SearchAttrNamespace)
 )

@@ -29,7 +29,8 @@ func TestWorkflowFunctionsAreNamedAsTheirAPITypes(t *testing.T) {
 // The worker creates the search attributes with the types api names; the workflows upsert them through
 // typed keys. A key of another type than the attribute was created with fails every workflow task.
 func TestTypedSearchAttributesHaveTheirAPITypes(t *testing.T) {
-	keys := []temporal.SearchAttributeKey{searchGitRepo, searchCluster, searchRepo, searchCommit, searchState, searchReady, searchHasError}
+	keys := []temporal.SearchAttributeKey{searchGitRepo, searchCluster, searchRepo, searchCommit, searchState, searchReady, searchHasError,
+		searchNamespace}
 	require.Len(t, api.SearchAttributes, len(keys), "every attribute api names is written by the workflows")
 	for _, k := range keys {
 		require.Contains(t, api.SearchAttributes, k.GetName())

@@ -73,6 +73,7 @@ func (r *clusterRun) uninstallStale(ctx workflow.Context, s api.Sweep) ([]string
 	var res api.UninstallResult
 	err := workflow.ExecuteActivity(actx, api.ActivityUninstall, api.UninstallInput{
 		GitRepo: r.in.Target.GitRepo, Cluster: r.in.Target.Cluster, ClusterDigest: r.in.Target.ClusterDigest, Sweep: &s,
+		Namespace: r.in.Target.Namespace,
 	}).Get(ctx, &res)
 	return res.Removed, err
 }

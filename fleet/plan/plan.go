@@ -53,8 +53,14 @@ func Load(dir, gitRepo string, paths []string, targets []fleet.GitTarget) ([]Bun
 	return out, nil
 }
 
-// For lists the indexes of the bundles that go to a cluster.
-func For(bundles []Bundle, c fleet.ClusterInfo) []int {
+// For lists the indexes of the bundles of a GitRepo in namespace that go to a cluster. A GitRepo targets
+// only the clusters of its own workspace, as in Fleet: a cluster of another gets nothing, whatever the
+// targets say (a clusterName or a selector matching it, or no targets, the "default" group). Both the
+// worker's Plan and `flotilla render --gitrepo` plan through here, so neither can forget it.
+func For(bundles []Bundle, namespace string, c fleet.ClusterInfo) []int {
+	if fleet.Workspace(c.Namespace) != fleet.Workspace(namespace) {
+		return nil
+	}
 	var idx []int
 	for i, b := range bundles {
 		if target.Matches(b.Targets, c) {

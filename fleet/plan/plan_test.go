@@ -33,8 +33,32 @@ func TestABundleGoesWhereItsTargetsSay(t *testing.T) {
 	bundles, err := Load(dir, "shop", nil, prod)
 	require.NoError(t, err)
 	require.Len(t, bundles, 2)
-	require.Equal(t, []int{1}, For(bundles, fleet.ClusterInfo{Name: "p1", Labels: map[string]string{"env": "prod"}}), "web only")
-	require.Equal(t, []int{0}, For(bundles, fleet.ClusterInfo{Name: "edge-1"}), "edge only")
+	require.Equal(t, []int{1}, For(bundles, "", fleet.ClusterInfo{Name: "p1", Labels: map[string]string{"env": "prod"}}), "web only")
+	require.Equal(t, []int{0}, For(bundles, "", fleet.ClusterInfo{Name: "edge-1"}), "edge only")
+}
+
+// A GitRepo targets only the clusters of its own workspace (its namespace), whatever its targets say: a
+// cluster named in clusterName, matching its selector or in the "default" group of another workspace
+// gets nothing. fleet-default is the workspace of a GitRepo or cluster that names none.
+func TestAGitRepoTargetsOnlyTheClustersOfItsWorkspace(t *testing.T) {
+	dir := repo(t, map[string]string{"web/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\n"})
+	edge := func(ns string) fleet.ClusterInfo {
+		return fleet.ClusterInfo{Name: "edge", Namespace: ns, Labels: map[string]string{"env": "prod"}, Groups: []string{"default"}}
+	}
+	for name, targets := range map[string][]fleet.GitTarget{
+		"no targets (the default group)": nil,
+		"clusterName":                    {{ClusterName: "edge"}},
+		"clusterSelector":                prod,
+	} {
+		bundles, err := Load(dir, "web", nil, targets)
+		require.NoError(t, err)
+		require.Equal(t, []int{0}, For(bundles, "team-a", edge("team-a")), name)
+		require.Empty(t, For(bundles, "team-a", edge("team-b")), name)
+		require.Empty(t, For(bundles, "team-a", edge(fleet.DefaultNamespace)), name)
+		require.Empty(t, For(bundles, "", edge("team-a")), name)
+		require.Equal(t, []int{0}, For(bundles, "", edge(fleet.DefaultNamespace)), name)
+		require.Equal(t, []int{0}, For(bundles, fleet.DefaultNamespace, edge("")), name)
+	}
 }
 
 // A bundle whose fleet.yaml does not load does not stop the others; it is marked, with the GitRepo's targets.

@@ -38,6 +38,9 @@ type Input struct {
 	CorrectDrift    *fleet.CorrectDrift
 	// ForceSyncGeneration is the GitRepo's spec.forceSyncGeneration: raising it redeploys every bundle once.
 	ForceSyncGeneration int64
+	// GitRepoNamespace is the GitRepo's namespace; empty is fleet-default, whose objects carry no namespace
+	// label (api.ReleaseOwner), as they did before workspaces.
+	GitRepoNamespace string
 }
 
 // Release is what gets applied.
@@ -168,7 +171,8 @@ func ForCluster(in Input) (*Release, error) {
 	if rel.Chart == nil {
 		rel.Chart = emptyChart(rel.Name, extra)
 	}
-	labels := map[string]string{api.LabelBundle: b.Name, api.LabelGitRepo: in.GitRepo}
+	labels := api.KeyOf(in.GitRepoNamespace, in.GitRepo).OwnerLabels()
+	labels[api.LabelBundle] = b.Name
 	rel.PostRenderer = &postRenderer{extra: extra, forceNamespace: forced, labels: labels, keepCRDs: !opts.DeleteCRDResources,
 		kustomize: overChart}
 	if rel.DeploymentID, err = deploymentID(rel, extra, forced, kustomizeDigest); err != nil {

@@ -388,7 +388,7 @@ func deliver(t *testing.T, targetsYAML, fleetYAML string) map[string]outcome {
 	for _, c := range matrixClusters {
 		groups, groupLabels := target.GroupsOf(c, matrixGroups)
 		ci := fleet.ClusterInfo{Name: c.Metadata.Name, Labels: c.Metadata.Labels, Groups: groups, GroupLabels: groupLabels}
-		if len(plan.For(bundles, ci)) == 0 {
+		if len(plan.For(bundles, "", ci)) == 0 {
 			continue
 		}
 		res, err := target.Customize(bundles[0].Bundle.FleetYAML, ci)

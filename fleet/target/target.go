@@ -92,11 +92,16 @@ func Validate(targets []fleet.GitTarget) error {
 }
 
 // GroupsOf lists the groups a cluster belongs to, with each group's labels (for clusterGroupSelector).
+// Only groups of the cluster's own workspace hold it, as in Fleet, and the implicit "default" group is
+// each workspace's own: a group named "default" in one workspace leaves every other's as it is.
 func GroupsOf(c fleet.Cluster, groups []fleet.ClusterGroup) ([]string, map[string]map[string]string) {
 	var names []string
 	gl := map[string]map[string]string{}
 	ownDefault := false
 	for _, g := range groups {
+		if fleet.Workspace(g.Metadata.Namespace) != fleet.Workspace(c.Metadata.Namespace) {
+			continue
+		}
 		ownDefault = ownDefault || g.Metadata.Name == DefaultGroup
 		if g.Spec.Selector != nil && selectorMatches(g.Spec.Selector, c.Metadata.Labels) {
 			names = append(names, g.Metadata.Name)

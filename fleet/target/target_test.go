@@ -39,6 +39,30 @@ func TestNoTargetsMeansTheDefaultGroup(t *testing.T) {
 	require.False(t, Matches([]fleet.GitTarget{{ClusterName: "elsewhere"}}, info(dev, nil)), "explicit targets are not widened")
 }
 
+// Groups are a workspace's: a cluster is in the groups of its own namespace only, and each workspace has
+// its own implicit "default" group, which a "default" group applied in another workspace does not replace.
+func TestAClusterIsInTheGroupsOfItsOwnWorkspaceOnly(t *testing.T) {
+	dev := cluster("dev", map[string]string{"env": "dev"})
+	dev.Metadata.Namespace = "team-a"
+	group := func(ns, name, env string) fleet.ClusterGroup {
+		return fleet.ClusterGroup{Metadata: fleet.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"team": ns}},
+			Spec: fleet.ClusterGroupSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": env}}}}
+	}
+	groups := []fleet.ClusterGroup{
+		group("team-a", "devs", "dev"),
+		group("team-b", "devs-b", "dev"),
+		group("", "default", "prod"), // fleet-default's own default group, selecting prod only
+		group("team-b", "default", "prod"),
+	}
+	names, labels := GroupsOf(dev, groups)
+	require.Equal(t, []string{"default", "devs"}, names, "team-a's implicit default group still holds it")
+	require.Equal(t, map[string]map[string]string{"devs": {"team": "team-a"}}, labels)
+
+	inDefault := cluster("dev", map[string]string{"env": "dev"})
+	names, _ = GroupsOf(inDefault, groups)
+	require.Empty(t, names, "fleet-default's own default group does not select it, and team-a's devs are not fleet-default's")
+}
+
 // As in Fleet, which builds every matcher before it matches: a customization that cannot be read fails the
 // bundle on every cluster, not only on those no earlier customization matches.
 func TestABrokenCustomizationSelectorFailsEveryCluster(t *testing.T) {

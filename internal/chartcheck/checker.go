@@ -24,6 +24,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 
 	"github.com/flotilla-gitops/flotilla/agentclient"
+	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/inventory"
 )
 
@@ -65,6 +66,9 @@ type Request struct {
 	// Latest is the release as observed just before: if it exists, Helm upgrades it to revision
 	// Latest.Revision+1; otherwise it installs revision 1.
 	Latest agentclient.ReleaseState
+	// ClusterNamespace is the cluster's workspace (empty: fleet-default): a cluster name is unique only
+	// within one.
+	ClusterNamespace string
 }
 
 // Check renders r's chart in a bounded child and returns nil if it rendered within the limits, a
@@ -121,7 +125,8 @@ func (c *Checker) check(ctx context.Context, r Request) (childAnswer, error) {
 // capabilities and what lookups find; the revision and whether it is an upgrade are .Release fields a
 // template can read.
 func outcomeKey(r Request, req childRequest) [32]byte {
-	return sha256.Sum256(fmt.Appendf(nil, "%q %q %q %t %d", r.DeploymentID, r.Cluster, r.ClusterDigest, req.Upgrade, req.Revision))
+	return sha256.Sum256(fmt.Appendf(nil, "%q %q %q %t %d %q", r.DeploymentID, r.Cluster, r.ClusterDigest, req.Upgrade, req.Revision,
+		fleet.Workspace(r.ClusterNamespace)))
 }
 
 func (c *Checker) clusterAccess(ctx context.Context, r Request) (clusterAccess, error) {
@@ -132,9 +137,9 @@ func (c *Checker) clusterAccess(ctx context.Context, r Request) (clusterAccess, 
 	if err != nil {
 		return clusterAccess{}, fmt.Errorf("reading the cluster inventory: %w", err)
 	}
-	cl, ok := inv.Cluster(r.Cluster)
+	cl, ok := inv.Cluster(r.ClusterNamespace, r.Cluster)
 	if !ok {
-		return clusterAccess{}, fmt.Errorf("cluster %q is not in the inventory", r.Cluster)
+		return clusterAccess{}, fmt.Errorf("cluster %q is not in the inventory", fleet.DisplayName(r.ClusterNamespace, r.Cluster))
 	}
 	return clusterAccess{Kubeconfig: cl.Spec.KubeConfigPath, Context: cl.Spec.KubeConfigContext, Confine: r.Apply.ConfineToNamespace}, nil
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -36,7 +37,11 @@ func (c *Checker) run(ctx context.Context, chartName string, req childRequest) (
 	// One core at most, so a bomb leaves the other cores to the worker; no goroutine dumps when it dies.
 	cmd.Env = append(os.Environ(), "GOMAXPROCS=1", "GOTRACEBACK=none")
 	// Its own process group, so whatever it started (a kubeconfig's exec credential plugin) is killed
-	// with it; and killed if the worker dies first.
+	// with it; and killed if the worker dies first. Pdeathsig fires when the *thread* that started the
+	// child ends, and Go ends a thread whose locked goroutine exits: this goroutine holds its thread
+	// until the child is reaped, so no thread of the worker's going away kills a healthy check.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second
@@ -66,7 +71,9 @@ func (c *Checker) run(ctx context.Context, chartName string, req childRequest) (
 	case outOfMemory(cmd.ProcessState, stderr.String()):
 		return childAnswer{}, limits.limitError(chartName, LimitMemory)
 	case waitErr != nil:
-		return childAnswer{}, fmt.Errorf("chart %q: render check failed (%v): %s", chartName, waitErr, firstLine(stderr.String()))
+		used := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+		return childAnswer{}, fmt.Errorf("chart %q: render check failed (%v after %s of CPU time): %s", chartName, waitErr,
+			used.Round(10*time.Millisecond), firstLine(stderr.String()))
 	}
 	var ans childAnswer
 	if err := json.Unmarshal(out, &ans); err != nil {

@@ -181,7 +181,9 @@ func running(dir string) bool {
 
 // WorkerOptions start a flotilla-worker process.
 type WorkerOptions struct {
-	Bin, Address, Namespace, CacheDir, LogFile, PIDFile string
+	Bin, Address, CacheDir, LogFile, PIDFile string
+	// TemporalNamespace is the Temporal namespace (--temporal-namespace); empty is the worker's default.
+	TemporalNamespace string
 	// TaskQueue is the installation's; empty is api.DefaultTaskQueue.
 	TaskQueue string
 	ExtraArgs []string
@@ -193,8 +195,8 @@ type WorkerOptions struct {
 // on another queue.
 func StartWorker(o WorkerOptions) (*proc.Process, error) {
 	args := []string{"--address", o.Address, "--task-queue", orDefaultQueue(o.TaskQueue), "--cache-dir", o.CacheDir, "--dev-log"}
-	if o.Namespace != "" {
-		args = append(args, "--namespace", o.Namespace)
+	if o.TemporalNamespace != "" {
+		args = append(args, "--temporal-namespace", o.TemporalNamespace)
 	}
 	return proc.Start(proc.Spec{Name: "flotilla-worker", Path: filepath.Join(o.Bin, "flotilla-worker"),
 		Args: append(args, o.ExtraArgs...), LogFile: o.LogFile, PIDFile: o.PIDFile, Detached: o.Detached})

@@ -188,18 +188,27 @@ func (s *Stack) ApplyFile(doc string) string {
 	return f.Name()
 }
 
-// AddCluster registers a cluster with labels and templateValues through the CLI, replacing the settings
-// of one registered before (`cluster add --replace`).
+// AddCluster registers a cluster of fleet-default with labels and templateValues through the CLI,
+// replacing the settings of one registered before (`cluster add --replace`).
 func (s *Stack) AddCluster(name, backing string, labels map[string]string, values map[string]any) {
 	s.t.Helper()
+	s.AddClusterIn("", name, backing, labels, values)
+}
+
+// AddClusterIn is AddCluster into the workspace namespace (`cluster add -n`; empty: fleet-default).
+func (s *Stack) AddClusterIn(namespace, name, backing string, labels map[string]string, values map[string]any) {
+	s.t.Helper()
 	args := []string{"cluster", "add", name, "--replace", "--kubeconfig", s.K8s.Kubeconfig(backing)}
+	if namespace != "" {
+		args = append(args, "-n", namespace)
+	}
 	for k, v := range labels {
 		args = append(args, "--label", k+"="+v)
 	}
 	if values != nil {
 		data, err := yaml.Marshal(values)
 		require.NoError(s.t, err)
-		f := filepath.Join(s.Dir, "values-"+name+".yaml")
+		f := filepath.Join(s.Dir, "values-"+namespace+"-"+name+".yaml")
 		require.NoError(s.t, os.WriteFile(f, data, 0o644))
 		args = append(args, "--values", f)
 	}
@@ -212,26 +221,38 @@ func (s *Stack) Apply(doc string) {
 	s.CLIRun("apply", "-f", s.ApplyFile(doc))
 }
 
-// Status queries a GitRepo's status.
+// Status queries the status of a fleet-default GitRepo.
 func (s *Stack) Status(name string) (api.GitRepoStatus, error) {
+	return s.StatusOf(api.KeyOf("", name))
+}
+
+// StatusOf queries the status of the GitRepo of any workspace.
+func (s *Stack) StatusOf(key api.GitRepoKey) (api.GitRepoStatus, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var st api.GitRepoStatus
-	v, err := s.Client.QueryWorkflow(ctx, api.GitRepoWorkflowID(name), "", api.QueryStatus)
+	v, err := s.Client.QueryWorkflow(ctx, key.WorkflowID(), "", api.QueryStatus)
 	if err != nil {
 		return st, err
 	}
 	return st, v.Get(&st)
 }
 
-// WaitStatus polls the status until cond holds, and fails with the last status when it never does.
+// WaitStatus polls a fleet-default GitRepo's status until cond holds, and fails with the last status when
+// it never does.
 func (s *Stack) WaitStatus(name string, timeout time.Duration, what string, cond func(api.GitRepoStatus) bool) api.GitRepoStatus {
+	s.t.Helper()
+	return s.WaitStatusOf(api.KeyOf("", name), timeout, what, cond)
+}
+
+// WaitStatusOf is WaitStatus for the GitRepo of any workspace.
+func (s *Stack) WaitStatusOf(key api.GitRepoKey, timeout time.Duration, what string, cond func(api.GitRepoStatus) bool) api.GitRepoStatus {
 	s.t.Helper()
 	deadline := time.Now().Add(timeout)
 	var last api.GitRepoStatus
 	var lastErr error
 	for time.Now().Before(deadline) {
-		st, err := s.Status(name)
+		st, err := s.StatusOf(key)
 		if err == nil && cond(st) {
 			return st
 		}
@@ -239,7 +260,7 @@ func (s *Stack) WaitStatus(name string, timeout time.Duration, what string, cond
 		time.Sleep(250 * time.Millisecond)
 	}
 	b, _ := json.MarshalIndent(last, "", "  ")
-	s.t.Fatalf("gitrepo %s: %s not reached within %s (last error %v); last status:\n%s", name, what, timeout, lastErr, b)
+	s.t.Fatalf("gitrepo %s: %s not reached within %s (last error %v); last status:\n%s", key, what, timeout, lastErr, b)
 	return last
 }
 
@@ -366,19 +387,53 @@ func (s *Stack) Releases(backing, gitRepo string) map[string]agentclient.Release
 
 // ListReleases is Releases returning its error.
 func (s *Stack) ListReleases(backing, gitRepo string) (map[string]agentclient.ReleaseState, error) {
+	rels, err := s.listReleases(backing, gitRepo)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]agentclient.ReleaseState{}
+	for _, r := range rels {
+		out[r.Name] = r
+	}
+	return out, nil
+}
+
+// listReleases lists the releases labelled with a GitRepo name on a backing cluster, of every workspace.
+func (s *Stack) listReleases(backing, gitRepo string) ([]agentclient.ReleaseState, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c, err := s.HelmClient(backing)
 	if err != nil {
 		return nil, err
 	}
-	rels, err := c.ListReleases(ctx, map[string]string{"flotilla.dev/gitrepo": gitRepo})
+	rels, err := c.ListReleases(ctx, map[string]string{api.LabelGitRepo: gitRepo})
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: listing releases of gitrepo %s: %w", backing, gitRepo, err)
 	}
+	return rels, nil
+}
+
+// ReleasesOf lists the Helm releases on a backing cluster that the GitRepo of any workspace owns (its
+// labels name it: api.ReleaseOwner), keyed by namespace/name: releases of same-named GitRepos of other
+// workspaces on the same API server are left out.
+func (s *Stack) ReleasesOf(backing string, key api.GitRepoKey) map[string]agentclient.ReleaseState {
+	s.t.Helper()
+	rels, err := s.ListReleasesOf(backing, key)
+	require.NoError(s.t, err)
+	return rels
+}
+
+// ListReleasesOf is ReleasesOf returning its error.
+func (s *Stack) ListReleasesOf(backing string, key api.GitRepoKey) (map[string]agentclient.ReleaseState, error) {
+	rels, err := s.listReleases(backing, key.Name)
+	if err != nil {
+		return nil, err
+	}
 	out := map[string]agentclient.ReleaseState{}
 	for _, r := range rels {
-		out[r.Name] = r
+		if api.ReleaseOwner(r.Labels) == key {
+			out[r.Namespace+"/"+r.Name] = r
+		}
 	}
 	return out, nil
 }
