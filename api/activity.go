@@ -30,6 +30,17 @@ type PollInput struct {
 type PollResult struct {
 	Commit              string `json:"commit"`
 	InventoryGeneration int64  `json:"inventoryGeneration"`
+	// Leaving are the clusters of that inventory on their way out: the GitRepo stops targeting them at
+	// once, whatever its plan (ADR 15).
+	Leaving []LeavingCluster `json:"leaving,omitempty"`
+}
+
+// LeavingCluster is a registered cluster on its way out of the inventory (`flotilla cluster remove`,
+// ADR 15): no GitRepo targets it, and each GitRepo that ran on it uninstalls from it, or with
+// KeepWorkloads only forgets it and leaves its releases and objects in place.
+type LeavingCluster struct {
+	Name          string `json:"name"`
+	KeepWorkloads bool   `json:"keepWorkloads,omitempty"`
 }
 
 // PlanInput is the input of ActivityPlan: the bundles of a commit and the clusters each one targets.
@@ -54,6 +65,8 @@ type Plan struct {
 	Unloaded []int `json:"unloaded,omitempty"`
 	// Warnings name fleet.yaml keys Fleet documents that Flotilla does not act on (file, line, key).
 	Warnings []string `json:"warnings,omitempty"`
+	// Leaving are the clusters of the inventory on their way out; Clusters has none of them.
+	Leaving []LeavingCluster `json:"leaving,omitempty"`
 }
 
 // PlannedCluster is one targeted cluster and the bundles it receives.
@@ -236,11 +249,20 @@ type UninstallInput struct {
 	// Sweep, when set, removes only what it does not keep; without it every release of this GitRepo on
 	// the cluster is removed.
 	Sweep *Sweep `json:"sweep,omitempty"`
+	// DeleteNamespace is the GitRepo's targetNamespace, to delete once every release is uninstalled: the
+	// GitRepo is being deleted with deleteNamespace (never with keepResources). Protected namespaces
+	// (default, kube-*, fleet-*, cattle-fleet-*), one that still holds another release and one on a
+	// cluster confined to a namespace stay.
+	DeleteNamespace string `json:"deleteNamespace,omitempty"`
 }
 
 // UninstallResult is the result of ActivityUninstall: what was removed (namespace/name).
 type UninstallResult struct {
 	Removed []string `json:"removed,omitempty"`
+	// DeletedNamespaces are the namespaces deleted after their releases (deleteNamespace); KeptNamespaces
+	// say which were not and why.
+	DeletedNamespaces []string `json:"deletedNamespaces,omitempty"`
+	KeptNamespaces    []string `json:"keptNamespaces,omitempty"`
 }
 
 // ListClusterWorkflowsInput is the input of ActivityListClusterWorkflows: which cluster workflows of a
