@@ -20,6 +20,8 @@ func TestGitRepoQueriesAreScopedToOneInstallation(t *testing.T) {
 		RunningGitReposQuery("flotilla-staging"))
 	require.Equal(t, "WorkflowType = 'ClusterWorkflow' AND FlotillaGitRepo = 'shop' AND ExecutionStatus = 'Running' AND TaskQueue = 'flotilla'",
 		RunningClusterWorkflowsQuery(DefaultTaskQueue, "shop"))
+	require.Equal(t, "WorkflowType = 'ClusterWorkflow' AND FlotillaCluster = 'edge-2' AND ExecutionStatus = 'Running' AND TaskQueue = 'flotilla'",
+		RunningWorkflowsOnClusterQuery(DefaultTaskQueue, "edge-2"))
 }
 
 func TestTaskQueueNamesStayInsideIDsAndQuotes(t *testing.T) {

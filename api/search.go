@@ -39,3 +39,11 @@ func RunningClusterWorkflowsQuery(taskQueue, gitRepo string) string {
 	return "WorkflowType = '" + ClusterWorkflowType + "' AND " + SearchAttrGitRepo + " = '" + gitRepo +
 		"' AND ExecutionStatus = 'Running' AND TaskQueue = '" + taskQueue + "'"
 }
+
+// RunningWorkflowsOnClusterQuery is the visibility query for the running cluster workflows, of any GitRepo
+// of the installation on taskQueue, on one cluster (a DNS label, needing no quoting): `flotilla cluster
+// remove` waits until there are none.
+func RunningWorkflowsOnClusterQuery(taskQueue, cluster string) string {
+	return "WorkflowType = '" + ClusterWorkflowType + "' AND " + SearchAttrCluster + " = '" + cluster +
+		"' AND ExecutionStatus = 'Running' AND TaskQueue = '" + taskQueue + "'"
+}

@@ -17,7 +17,7 @@ import (
 )
 
 func newClusterCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "cluster", Short: "Register, list and remove clusters"}
+	cmd := &cobra.Command{Use: "cluster", Short: "Register, list and remove clusters (remove uninstalls every GitRepo from the cluster first)"}
 	cmd.AddCommand(newClusterAddCmd(g), newClusterListCmd(g), newClusterRemoveCmd(g))
 	return cmd
 }
@@ -130,41 +130,22 @@ func newClusterListCmd(g *globals) *cobra.Command {
 				return printStructured(cmd.OutOrStdout(), g.output, inv)
 			}
 			w := tabWriter(cmd.OutOrStdout())
-			fmt.Fprintln(w, "NAME\tLABELS\tKUBECONFIG")
+			fmt.Fprintln(w, "NAME\tSTATE\tLABELS\tKUBECONFIG")
 			for _, c := range inv.Clusters {
-				fmt.Fprintf(w, "%s\t%s\t%s\n", c.Metadata.Name, labelList(c.Metadata.Labels), c.Spec.KubeConfigPath)
+				state := "registered"
+				if l, ok := inv.LeavingCluster(c.Metadata.Name); ok {
+					state = "leaving"
+					if l.KeepWorkloads {
+						state = "leaving (keeping workloads)"
+					}
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", c.Metadata.Name, state, labelList(c.Metadata.Labels), c.Spec.KubeConfigPath)
 			}
 			return w.Flush()
 		},
 	}
 	addOutputFlag(cmd, g)
 	return cmd
-}
-
-func newClusterRemoveCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "remove NAME",
-		Short: "Remove a cluster from the inventory (GitRepos uninstall from it at their next sync)",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, err := g.dial()
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			ctx, cancel := g.ctx()
-			defer cancel()
-			res, err := g.updateInventory(ctx, cl, api.UpdateRemoveCluster, inventory.RemoveInput{Name: args[0]})
-			if err != nil {
-				return err
-			}
-			if !res.Changed {
-				return fmt.Errorf("cluster %q is not registered", args[0])
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "cluster/%s removed\n", args[0])
-			return nil
-		},
-	}
 }
 
 func labelList(l map[string]string) string {
