@@ -14,4 +14,8 @@ const (
 	// (a sweep after its bundle was deleted from the repository, when its fleet.yaml is gone) keeps its
 	// objects.
 	LabelKeepResources = "flotilla.dev/keep-resources"
+	// LabelDeleteNamespace marks a release of a bundle with fleet.yaml deleteNamespace, so that whoever
+	// uninstalls it later deletes its namespace (unless protected, kept by keepResources or still holding
+	// another release).
+	LabelDeleteNamespace = "flotilla.dev/delete-namespace"
 )

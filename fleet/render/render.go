@@ -55,6 +55,9 @@ type Release struct {
 	Paused bool
 	// SyncGeneration is the GitRepo's forceSyncGeneration this rendering carries (Fleet's syncGeneration).
 	SyncGeneration int64
+	// DeleteNamespace is the bundle's fleet.yaml deleteNamespace: uninstalling the release deletes its
+	// namespace. The release remembers it, as keepResources, for whoever uninstalls it later.
+	DeleteNamespace bool
 	// ForcedNamespace, when set, is the only namespace the release may write to (targetNamespace, or the
 	// cluster's confineToNamespace): cluster-scoped objects and other namespaces are refused when applied.
 	ForcedNamespace string
@@ -79,7 +82,7 @@ func ForCluster(in Input) (*Release, error) {
 		opts.CorrectDrift = in.CorrectDrift
 	}
 	rel := &Release{Bundle: b.Name, Options: opts, Customization: custom, Deploy: deploy,
-		Paused: b.FleetYAML.Paused, SyncGeneration: in.ForceSyncGeneration}
+		Paused: b.FleetYAML.Paused, SyncGeneration: in.ForceSyncGeneration, DeleteNamespace: b.FleetYAML.DeleteNamespace}
 	rel.Name = names.HelmReleaseName(b.Name)
 	if opts.Helm != nil && opts.Helm.ReleaseName != "" {
 		rel.Name = opts.Helm.ReleaseName
@@ -250,6 +253,11 @@ func deploymentID(rel *Release, extra []byte, forced string) (string, error) {
 	if rel.SyncGeneration != 0 {
 		// Only when set, so that every deployment ID from before it existed stays the same.
 		place = append(place, rel.SyncGeneration)
+	}
+	if rel.DeleteNamespace {
+		// The release's labels remember it: setting or clearing it deploys again to relabel. Only when set,
+		// as the generation above.
+		place = append(place, "deleteNamespace")
 	}
 	placement, _ := json.Marshal(place)
 	h.Write(placement)
