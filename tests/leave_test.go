@@ -87,6 +87,14 @@ func TestARemovedClusterIsUninstalledBeforeItIsForgotten(t *testing.T) {
 	// (c) An unreachable cluster, the last of shop's: the command reports it, and it stays leaving.
 	s.WaitStatus("shop", time.Minute, "Ready on three", harness.AllReady)
 	require.NoError(t, s.K8s.StopAPIServer("three"))
+	res = s.CLI("cluster", "remove", "three", "--no-wait")
+	require.Equal(t, 0, res.ExitCode, res.Stderr)
+	require.Contains(t, res.Stdout, "cluster/three leaving: its GitRepos uninstall from it; run `flotilla cluster remove three` to wait")
+	s.WaitStatus("shop", time.Minute, "three being removed", func(st api.GitRepoStatus) bool {
+		return len(st.Clusters) == 0 && len(st.Removing) == 1
+	})
+	require.Contains(t, s.CLIRun("status", "shop"), "three (removing)")
+	// Run again, it retries at once and waits.
 	res = s.CLIWithin(3*time.Minute, "cluster", "remove", "three", "--timeout", "30s")
 	require.Equal(t, 3, res.ExitCode, "stdout %s\nstderr %s", res.Stdout, res.Stderr)
 	require.Contains(t, res.Stderr, `cluster "three" is still leaving after 30s`)
