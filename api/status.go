@@ -70,8 +70,8 @@ type GitRepoStatus struct {
 	// cluster leaving with its workloads kept, forgetting), with why an uninstall has not succeeded yet.
 	// They count in no summary: nothing is desired there.
 	Removing []ClusterStatus `json:"removing,omitempty"`
-	// InventoryGeneration is the newest inventory generation the GitRepo has read; a cluster that started
-	// leaving at or before it is no longer targeted (`flotilla cluster remove` waits for it).
+	// InventoryGeneration is the inventory generation the GitRepo read last; a cluster that started leaving
+	// at or before it is no longer targeted (`flotilla cluster remove` waits for it).
 	InventoryGeneration int64     `json:"inventoryGeneration,omitempty"`
 	LastPolled          time.Time `json:"lastPolled,omitempty"`
 	PollingInterval     string    `json:"pollingInterval,omitempty"`

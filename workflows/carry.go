@@ -28,8 +28,8 @@ type GitRepoCarry struct {
 	// Held is a plan waiting for approval; Approved is the key of the held plan a person approved.
 	Held     *HeldPlan `json:"held,omitempty"`
 	Approved string    `json:"approved,omitempty"`
-	// InventorySeen is the newest inventory generation a poll or a plan read, and Leaving that
-	// inventory's clusters on their way out (ADR 15): none of them is targeted, whatever the plan.
+	// InventorySeen is the inventory generation a poll or a plan read last, and Leaving that inventory's
+	// clusters on their way out (ADR 15): none of them is targeted, whatever the plan.
 	InventorySeen int64                `json:"inventorySeen,omitempty"`
 	Leaving       []api.LeavingCluster `json:"leaving,omitempty"`
 

@@ -80,14 +80,12 @@ func (g *gitRepoRun) removeUntargeted(ctx workflow.Context) {
 	}
 }
 
-// applyLeaving takes the leaving clusters of an inventory generation a poll or a plan read (ADR 15): the
-// plan the GitRepo delivers no longer has them, whatever becomes of its newest plan (held, failed), and
-// each is told to uninstall, or to forget the cluster when it leaves with its workloads kept. Older news
-// than what the GitRepo knows is ignored. Runs that never saw a leaving cluster issue no command here.
+// applyLeaving takes the leaving clusters of the inventory a poll or a plan just read (ADR 15): the plan
+// the GitRepo delivers no longer has them, whatever becomes of its newest plan (held, failed), and each is
+// told to uninstall, or to forget the cluster when it leaves with its workloads kept. The latest read wins,
+// even with a lower generation (an inventory started afresh counts from one again). Runs that never saw a
+// leaving cluster issue no command here.
 func (g *gitRepoRun) applyLeaving(ctx workflow.Context, generation int64, leaving []api.LeavingCluster) {
-	if generation < g.carry.InventorySeen {
-		return
-	}
 	g.carry.InventorySeen, g.carry.Leaving = generation, leaving
 	if len(leaving) == 0 {
 		return
