@@ -41,6 +41,8 @@ now and wait again, or add --keep-workloads to forget the cluster and leave its 
 place.
 
 --keep-workloads: the GitRepos forget the cluster without touching it; its Helm releases and objects stay.
+It needs nothing of the cluster, so at --timeout the cluster is forgotten even if a GitRepo whose repository
+cannot be polled has not let go yet (that GitRepo then finds it gone and touches nothing).
 --no-wait: return once the cluster is leaving; run 'flotilla cluster remove NAME' again later to wait until
 its GitRepos are done and forget it.`
 
