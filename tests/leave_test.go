@@ -117,6 +117,13 @@ func TestARemovedClusterIsUninstalledBeforeItIsForgotten(t *testing.T) {
 	st, err = s.Status("shop")
 	require.NoError(t, err)
 	require.Empty(t, st.Removing)
+	// Replay fixtures of the leaving path: a GitRepo that let three clusters go three ways, the workflow
+	// whose uninstall failed until it was told to forget, and the inventory that marked them leaving.
+	s.RecordHistories(map[string]string{
+		"gitrepo-leave.json":             api.GitRepoWorkflowID("shop"),
+		"cluster-leave-unreachable.json": api.ClusterWorkflowID("shop", "three"),
+		"inventory-leave.json":           api.InventoryWorkflowID(api.DefaultTaskQueue),
+	})
 }
 
 func sortedNames(cs []api.ClusterStatus) []string {
