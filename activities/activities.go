@@ -62,7 +62,17 @@ func (a *Activities) Poll(ctx context.Context, in api.PollInput) (api.PollResult
 	if err != nil {
 		return api.PollResult{}, fmt.Errorf("reading the cluster inventory: %w", err)
 	}
-	return api.PollResult{Commit: commit, InventoryGeneration: inv.Generation}, nil
+	return api.PollResult{Commit: commit, InventoryGeneration: inv.Generation, Leaving: leavingOf(inv, in.Key().Namespace)}, nil
+}
+
+// leavingOf is what a GitRepo of workspace ns needs to know of the inventory's leaving clusters: its own
+// workspace's (a GitRepo knows its clusters by name only).
+func leavingOf(inv inventory.Inventory, ns string) []api.LeavingCluster {
+	var out []api.LeavingCluster
+	for _, l := range inv.LeavingIn(ns) {
+		out = append(out, api.LeavingCluster{Name: l.Name, KeepWorkloads: l.KeepWorkloads})
+	}
+	return out
 }
 
 // Plan discovers bundles at a commit and computes which clusters each targets (fleet/plan). A bundle whose
@@ -84,7 +94,8 @@ func (a *Activities) Plan(ctx context.Context, in api.PlanInput) (api.Plan, erro
 	if err != nil {
 		return api.Plan{}, fmt.Errorf("reading the cluster inventory: %w", err)
 	}
-	p := api.Plan{Commit: in.Commit, InventoryGeneration: inv.Generation, Clusters: []api.PlannedCluster{}, Warnings: plan.Warnings(bundles)}
+	p := api.Plan{Commit: in.Commit, InventoryGeneration: inv.Generation, Clusters: []api.PlannedCluster{}, Warnings: plan.Warnings(bundles),
+		Leaving: leavingOf(inv, in.Key().Namespace)}
 	for i, b := range bundles {
 		p.Bundles = append(p.Bundles, api.BundleRef{Name: b.Ref.Name, Path: b.Ref.Path})
 		if b.Err != nil {
@@ -92,6 +103,9 @@ func (a *Activities) Plan(ctx context.Context, in api.PlanInput) (api.Plan, erro
 		}
 	}
 	for _, c := range inv.Clusters {
+		if _, leaving := inv.LeavingCluster(c.Metadata.Namespace, c.Metadata.Name); leaving {
+			continue // no GitRepo targets a cluster on its way out (ADR 16)
+		}
 		info := inv.Info(c)
 		pc := api.PlannedCluster{Name: c.Metadata.Name, Digest: inventory.Digest(c, info.Groups), Paused: c.Spec.Paused,
 			Bundles: plan.For(bundles, in.Key().Namespace, info)}

@@ -154,6 +154,9 @@ func ApplyRequestFor(rel *render.Release, gitRepo api.GitRepoKey, cluster, commi
 	if rel.Options.KeepResources {
 		req.Labels[api.LabelKeepResources] = "true"
 	}
+	if rel.DeleteNamespace {
+		req.Labels[api.LabelDeleteNamespace] = "true"
+	}
 	if hopts := rel.Options.Helm; hopts != nil {
 		req.Force, req.TakeOwnership, req.Atomic, req.WaitForJobs = hopts.Force, hopts.TakeOwnership, hopts.Atomic, hopts.WaitForJobs
 		if hopts.TimeoutSeconds > 0 {

@@ -10,10 +10,11 @@ import (
 	"github.com/flotilla-gitops/flotilla/api"
 )
 
-// sweep uninstalls the releases of gitRepo on this cluster that s does not keep. Only releases labelled
-// with this cluster are candidates: clusters confined to namespaces of one API server see each other's.
-// Only the GitRepo's own are: one of the same name in another workspace may share the API server, and
-// its cluster the name.
+// sweep uninstalls the releases of gitRepo on this cluster that s does not keep, then deletes the
+// namespaces of those whose bundle asked for it (fleet.yaml deleteNamespace, see namespaces.go). Only
+// releases labelled with this cluster are candidates: clusters confined to namespaces of one API server
+// see each other's. Only the GitRepo's own are: one of the same name in another workspace may share the
+// API server, and its cluster the name.
 func (a *Activities) sweep(ctx context.Context, cl *agentclient.Client, gitRepo api.GitRepoKey, cluster, confined string, s api.Sweep) ([]string, error) {
 	rels, err := cl.ListReleasesIn(ctx, confined, map[string]string{api.LabelGitRepo: gitRepo.Name, api.LabelCluster: cluster})
 	if err != nil {
@@ -29,6 +30,7 @@ func (a *Activities) sweep(ctx context.Context, cl *agentclient.Client, gitRepo 
 		keepRelease[r.Namespace+"/"+r.Name] = true
 	}
 	var removed []string
+	var namespaces namespaceDeletions
 	for _, r := range rels {
 		id := r.Namespace + "/" + r.Name
 		if keepBundle[r.Labels[api.LabelBundle]] || keepRelease[id] {
@@ -41,12 +43,14 @@ func (a *Activities) sweep(ctx context.Context, cl *agentclient.Client, gitRepo 
 		a.logger().Info("uninstalled a release its GitRepo no longer deploys here", zap.Stringer("gitRepo", gitRepo),
 			zap.String("cluster", cluster), zap.String("bundle", r.Labels[api.LabelBundle]), zap.String("release", id),
 			zap.Bool("keepResources", keep))
+		namespaces.uninstalled(r, keep)
 		removed = append(removed, id)
 		if activity.IsActivity(ctx) {
 			activity.RecordHeartbeat(ctx, len(removed))
 		}
 	}
-	return removed, nil
+	_, _, err = a.deleteNamespaces(ctx, cl, gitRepo, cluster, confined, namespaces)
+	return removed, err
 }
 
 // ownedBy keeps the releases whose labels name gitRepo as their owner. Releases are listed by the name

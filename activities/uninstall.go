@@ -12,7 +12,8 @@ import (
 	"github.com/flotilla-gitops/flotilla/fleet"
 )
 
-// Uninstall removes a GitRepo's releases from a cluster, except those listed in Keep.
+// Uninstall removes a GitRepo's releases from a cluster (all of them, or those a sweep does not keep),
+// then deletes the namespaces deleteNamespace asks for (namespaces.go).
 func (a *Activities) Uninstall(ctx context.Context, in api.UninstallInput) (api.UninstallResult, error) {
 	inv, err := a.Inventory.Read(ctx)
 	if err != nil {
@@ -46,16 +47,24 @@ func (a *Activities) Uninstall(ctx context.Context, in api.UninstallInput) (api.
 	rels = ownedBy(rels, key)
 	confined := c.Spec.ConfineToNamespace
 	var res api.UninstallResult
+	var namespaces namespaceDeletions
 	for _, r := range rels {
 		if confined != "" && r.Namespace != confined {
 			// Other namespaces of a confined cluster's API server belong to other clusters.
 			continue
 		}
-		if err := cl.Uninstall(ctx, r.Namespace, r.Name, in.KeepResources || r.Labels[api.LabelKeepResources] == "true"); err != nil {
+		keep := in.KeepResources || r.Labels[api.LabelKeepResources] == "true"
+		if err := cl.Uninstall(ctx, r.Namespace, r.Name, keep); err != nil {
 			return res, a.clusterError(in.Cluster, err)
 		}
+		namespaces.uninstalled(r, keep)
 		res.Removed = append(res.Removed, r.Namespace+"/"+r.Name)
 		activity.RecordHeartbeat(ctx, len(res.Removed))
 	}
-	return res, nil
+	if in.DeleteNamespace != "" && !in.KeepResources {
+		namespaces.ask(in.DeleteNamespace)
+	}
+	deleted, kept, err := a.deleteNamespaces(ctx, cl, key, in.Cluster, confined, namespaces)
+	res.DeletedNamespaces, res.KeptNamespaces = deleted, kept
+	return res, err
 }

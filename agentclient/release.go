@@ -14,6 +14,7 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/releaseutil"
 	"helm.sh/helm/v3/pkg/storage/driver"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -200,4 +201,14 @@ func (c *Client) DiscardPending(ctx context.Context, namespace, name string) err
 		return struct{}{}, nil
 	})
 	return err
+}
+
+// DeleteNamespace deletes a namespace, and with it every object left in it; one already gone is no error.
+// The API server marks it Terminating and its namespace controller empties and removes it.
+func (c *Client) DeleteNamespace(ctx context.Context, name string) error {
+	err := c.clientset.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("cluster %s: delete namespace %s: %w", c.name, name, err)
+	}
+	return nil
 }

@@ -23,13 +23,30 @@ type PollInput struct {
 	Branch           string `json:"branch,omitempty"`
 	Revision         string `json:"revision,omitempty"`
 	ClientSecretName string `json:"clientSecretName,omitempty"`
+	// Namespace is the GitRepo's workspace (GitRepoKey.PayloadNamespace): the leaving clusters it reads are
+	// that workspace's.
+	Namespace string `json:"namespace,omitempty"`
 }
+
+// Key is the GitRepo that polls.
+func (in PollInput) Key() GitRepoKey { return KeyOf(in.Namespace, in.GitRepo) }
 
 // PollResult is the result of ActivityPoll: the commit to deploy and the inventory generation, so the
 // workflow re-plans only on change.
 type PollResult struct {
 	Commit              string `json:"commit"`
 	InventoryGeneration int64  `json:"inventoryGeneration"`
+	// Leaving are the clusters of that inventory on their way out: the GitRepo stops targeting them at
+	// once, whatever its plan (ADR 16).
+	Leaving []LeavingCluster `json:"leaving,omitempty"`
+}
+
+// LeavingCluster is a registered cluster on its way out of the inventory (`flotilla cluster remove`,
+// ADR 16): no GitRepo targets it, and each GitRepo that ran on it uninstalls from it, or with
+// KeepWorkloads only forgets it and leaves its releases and objects in place.
+type LeavingCluster struct {
+	Name          string `json:"name"`
+	KeepWorkloads bool   `json:"keepWorkloads,omitempty"`
 }
 
 // PlanInput is the input of ActivityPlan: the bundles of a commit and the clusters each one targets.
@@ -60,6 +77,8 @@ type Plan struct {
 	Unloaded []int `json:"unloaded,omitempty"`
 	// Warnings name fleet.yaml keys Fleet documents that Flotilla does not act on (file, line, key).
 	Warnings []string `json:"warnings,omitempty"`
+	// Leaving are the clusters of the inventory on their way out; Clusters has none of them.
+	Leaving []LeavingCluster `json:"leaving,omitempty"`
 }
 
 // PlannedCluster is one targeted cluster and the bundles it receives.
@@ -250,6 +269,11 @@ type UninstallInput struct {
 	Sweep *Sweep `json:"sweep,omitempty"`
 	// Namespace is the GitRepo's, and so the cluster's (GitRepoKey.PayloadNamespace).
 	Namespace string `json:"namespace,omitempty"`
+	// DeleteNamespace is the GitRepo's targetNamespace, to delete once every release is uninstalled: the
+	// GitRepo is being deleted with deleteNamespace (never with keepResources). Protected namespaces
+	// (default, kube-*, fleet-*, cattle-fleet-*), one that still holds another release and one on a
+	// cluster confined to a namespace stay.
+	DeleteNamespace string `json:"deleteNamespace,omitempty"`
 }
 
 // Key is the GitRepo whose releases go.
@@ -258,6 +282,10 @@ func (in UninstallInput) Key() GitRepoKey { return KeyOf(in.Namespace, in.GitRep
 // UninstallResult is the result of ActivityUninstall: what was removed (namespace/name).
 type UninstallResult struct {
 	Removed []string `json:"removed,omitempty"`
+	// DeletedNamespaces are the namespaces deleted after their releases (deleteNamespace); KeptNamespaces
+	// say which were not and why.
+	DeletedNamespaces []string `json:"deletedNamespaces,omitempty"`
+	KeptNamespaces    []string `json:"keptNamespaces,omitempty"`
 }
 
 // ListClusterWorkflowsInput is the input of ActivityListClusterWorkflows: which cluster workflows of a

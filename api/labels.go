@@ -18,4 +18,9 @@ const (
 	// LabelGitRepoNamespace is the owning GitRepo's namespace, set only outside fleet-default: a release
 	// without it is fleet-default's (ReleaseOwner), as every release written before workspaces existed is.
 	LabelGitRepoNamespace = "flotilla.dev/gitrepo-namespace"
+
+	// LabelDeleteNamespace marks a release of a bundle with fleet.yaml deleteNamespace, so that whoever
+	// uninstalls it later deletes its namespace (unless protected, kept by keepResources or still holding
+	// another release).
+	LabelDeleteNamespace = "flotilla.dev/delete-namespace"
 )

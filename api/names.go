@@ -88,8 +88,11 @@ const (
 	UpdateUpsertCluster = "upsertCluster"
 	// UpdateAddCluster registers a new cluster and refuses to change one that exists (`flotilla cluster add`
 	// without --replace): replacing labels wholesale by re-running an add can untarget GitRepos.
-	UpdateAddCluster         = "addCluster"
-	UpdateRemoveCluster      = "removeCluster"
+	UpdateAddCluster    = "addCluster"
+	UpdateRemoveCluster = "removeCluster"
+	// UpdateLeaveCluster takes a registered cluster out of every GitRepo, which uninstall from it (or only
+	// forget it), and keeps it registered until `removeCluster` forgets it (ADR 16).
+	UpdateLeaveCluster       = "leaveCluster"
 	UpdateUpsertClusterGroup = "upsertClusterGroup"
 	UpdateRemoveClusterGroup = "removeClusterGroup"
 	QueryInventory           = "inventory"

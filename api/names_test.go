@@ -22,6 +22,10 @@ func TestGitRepoQueriesAreScopedToOneInstallation(t *testing.T) {
 		RunningClusterWorkflowsQuery(DefaultTaskQueue, KeyOf("", "shop")))
 	require.Equal(t, "WorkflowType = 'ClusterWorkflow' AND FlotillaGitRepo = 'shop' AND FlotillaNamespace = 'team-a' AND ExecutionStatus = 'Running' AND TaskQueue = 'flotilla'",
 		RunningClusterWorkflowsQuery(DefaultTaskQueue, KeyOf("team-a", "shop")))
+	require.Equal(t, "WorkflowType = 'ClusterWorkflow' AND FlotillaCluster = 'edge-2' AND ExecutionStatus = 'Running' AND TaskQueue = 'flotilla'",
+		RunningWorkflowsOnClusterQuery(DefaultTaskQueue, "", "edge-2"))
+	require.Equal(t, "WorkflowType = 'ClusterWorkflow' AND FlotillaCluster = 'edge-2' AND FlotillaNamespace = 'team-a' AND ExecutionStatus = 'Running' AND TaskQueue = 'flotilla'",
+		RunningWorkflowsOnClusterQuery(DefaultTaskQueue, "team-a", "edge-2"))
 }
 
 func TestTaskQueueNamesStayInsideIDsAndQuotes(t *testing.T) {

@@ -51,3 +51,16 @@ func RunningClusterWorkflowsQuery(taskQueue string, key GitRepoKey) string {
 	}
 	return q + " AND ExecutionStatus = 'Running' AND TaskQueue = '" + taskQueue + "'"
 }
+
+// RunningWorkflowsOnClusterQuery is the visibility query for the running cluster workflows, of any GitRepo
+// of the installation on taskQueue, on one cluster of workspace ns (DNS labels, needing no quoting):
+// `flotilla cluster remove` waits until there are none. In fleet-default, whose workflows may predate the
+// FlotillaNamespace attribute, it finds every workspace's cluster of that name: the caller keeps those whose
+// workflow ID says fleet-default (ParseClusterWorkflowID).
+func RunningWorkflowsOnClusterQuery(taskQueue, ns, cluster string) string {
+	q := "WorkflowType = '" + ClusterWorkflowType + "' AND " + SearchAttrCluster + " = '" + cluster + "'"
+	if !KeyOf(ns, "").IsDefault() {
+		q += " AND " + SearchAttrNamespace + " = '" + ns + "'"
+	}
+	return q + " AND ExecutionStatus = 'Running' AND TaskQueue = '" + taskQueue + "'"
+}

@@ -66,11 +66,18 @@ type GitRepoStatus struct {
 	ResourceCounts       ResourceCounts  `json:"resourceCounts"`
 	Bundles              []string        `json:"bundles"`
 	Clusters             []ClusterStatus `json:"clusters"`
-	LastPolled           time.Time       `json:"lastPolled,omitempty"`
-	PollingInterval      string          `json:"pollingInterval,omitempty"`
-	NextPoll             time.Time       `json:"nextPoll,omitempty"`
 	// Namespace is the GitRepo's workspace, fleet-default included.
 	Namespace string `json:"namespace,omitempty"`
+	// Removing are the clusters the GitRepo no longer targets and is still uninstalling from (or, for a
+	// cluster leaving with its workloads kept, forgetting), with why an uninstall has not succeeded yet.
+	// They count in no summary: nothing is desired there.
+	Removing []ClusterStatus `json:"removing,omitempty"`
+	// InventoryGeneration is the inventory generation the GitRepo read last; a cluster that started leaving
+	// at or before it is no longer targeted (`flotilla cluster remove` waits for it).
+	InventoryGeneration int64     `json:"inventoryGeneration,omitempty"`
+	LastPolled          time.Time `json:"lastPolled,omitempty"`
+	PollingInterval     string    `json:"pollingInterval,omitempty"`
+	NextPoll            time.Time `json:"nextPoll,omitempty"`
 }
 
 // ClusterStatus is one cluster of a GitRepo: what a cluster workflow's QueryStatus answers and reports to

@@ -78,7 +78,8 @@ type GitRepoSpec struct {
 	TargetNamespace string `json:"targetNamespace,omitempty"`
 	// KeepResources keeps deployed objects when the GitRepo or a bundle is removed; only the Helm record goes.
 	KeepResources bool `json:"keepResources,omitempty"`
-	// DeleteNamespace removes TargetNamespace when the GitRepo is deleted.
+	// DeleteNamespace deletes TargetNamespace on every cluster once the GitRepo, deleted, is uninstalled
+	// there; never with KeepResources, never a protected namespace (see ProtectedNamespace).
 	DeleteNamespace bool `json:"deleteNamespace,omitempty"`
 	// ClientSecretName names git credentials known to the worker (never their content).
 	ClientSecretName string `json:"clientSecretName,omitempty"`
@@ -159,6 +160,10 @@ type FleetYAML struct {
 	// OverrideTargets replaces the GitRepo's targets for this bundle.
 	OverrideTargets []GitTarget `json:"overrideTargets,omitempty"`
 	Paused          bool        `json:"paused,omitempty"`
+	// DeleteNamespace deletes the bundle's namespace on a cluster once its release is uninstalled there
+	// (the bundle deleted, not deployed there any more, its GitRepo deleted, the cluster removed). As in
+	// Fleet it is the bundle's, not a targetCustomization's; see ProtectedNamespace for what stays.
+	DeleteNamespace bool `json:"deleteNamespace,omitempty"`
 }
 
 // BundleDeploymentOptions are the options a bundle is deployed with; targetCustomizations override them per cluster.

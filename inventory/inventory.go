@@ -22,6 +22,33 @@ type Inventory struct {
 	Generation int64                `json:"generation"`
 	Clusters   []fleet.Cluster      `json:"clusters"`
 	Groups     []fleet.ClusterGroup `json:"groups"`
+	// Leaving are registered clusters on their way out (`flotilla cluster remove`, ADR 16), in name order:
+	// no GitRepo targets them any more, each GitRepo that ran on one uninstalls from it (or only forgets
+	// it, KeepWorkloads), and the cluster stays registered, kubeconfig path included, so that the uninstall
+	// can reach it. The CLI forgets it (RemoveCluster) once no GitRepo holds anything there.
+	Leaving []Leaving `json:"leaving,omitempty"`
+}
+
+// Leaving is one cluster on its way out of the inventory.
+type Leaving struct {
+	Name string `json:"name"`
+	// Namespace is its workspace; empty is fleet-default.
+	Namespace string `json:"namespace,omitempty"`
+	// KeepWorkloads leaves the cluster's Helm releases and objects where they are: its GitRepos forget it
+	// without touching it.
+	KeepWorkloads bool `json:"keepWorkloads,omitempty"`
+	// Generation is the inventory generation that made it leave (or keep its workloads): a GitRepo that
+	// has read this generation or a later one no longer targets the cluster.
+	Generation int64 `json:"generation"`
+}
+
+// LeaveInput is the input of the leaveCluster update: a registered cluster to take out of every GitRepo.
+type LeaveInput struct {
+	Name string `json:"name"`
+	// Namespace is its workspace; empty is fleet-default.
+	Namespace string `json:"namespace,omitempty"`
+	// KeepWorkloads forgets the cluster without uninstalling anything from it.
+	KeepWorkloads bool `json:"keepWorkloads,omitempty"`
 }
 
 // RemoveInput names a cluster or group to remove.
@@ -133,9 +160,93 @@ func (inv *Inventory) CheckAdd(c fleet.Cluster) error {
 		"(GitRepos that select it by label may then stop or start deploying to it)", clusterName(c), strings.Join(changed, ", "))
 }
 
-// RemoveCluster removes the cluster name of workspace ns; it reports whether it was there.
+// RemoveCluster removes the cluster name of workspace ns, leaving or not; it reports whether it was there.
 func (inv *Inventory) RemoveCluster(ns, name string) bool {
+	for i, l := range inv.Leaving {
+		if l.key() == entryKey(ns, name) {
+			inv.Leaving = append(inv.Leaving[:i:i], inv.Leaving[i+1:]...)
+			break
+		}
+	}
 	return remove(inv, &inv.Clusters, entryKey(ns, name), clusterKey)
+}
+
+// CheckLeave refuses to make a cluster leave that is not registered.
+func (inv *Inventory) CheckLeave(in LeaveInput) error {
+	if _, ok := inv.Cluster(in.Namespace, in.Name); !ok {
+		return fmt.Errorf("cluster %q is not registered", fleet.DisplayName(in.Namespace, in.Name))
+	}
+	return nil
+}
+
+// Leave makes a registered cluster leave; it reports whether anything changed. Leaving again changes
+// nothing, except that KeepWorkloads, once asked for, is kept: some GitRepos may have forgotten the
+// cluster already, and uninstalling from it through the others would leave it half cleaned.
+func (inv *Inventory) Leave(in LeaveInput) bool {
+	if _, ok := inv.Cluster(in.Namespace, in.Name); !ok {
+		return false
+	}
+	ns := payloadNamespace(in.Namespace)
+	for i, l := range inv.Leaving {
+		if l.key() != entryKey(in.Namespace, in.Name) {
+			continue
+		}
+		if l.KeepWorkloads || !in.KeepWorkloads {
+			return false
+		}
+		inv.Generation++
+		inv.Leaving[i] = Leaving{Name: in.Name, Namespace: ns, KeepWorkloads: true, Generation: inv.Generation}
+		return true
+	}
+	inv.Generation++
+	inv.Leaving = append(inv.Leaving, Leaving{Name: in.Name, Namespace: ns, KeepWorkloads: in.KeepWorkloads, Generation: inv.Generation})
+	sort.Slice(inv.Leaving, func(i, j int) bool { return inv.Leaving[i].key() < inv.Leaving[j].key() })
+	return true
+}
+
+// LeavingCluster says whether the cluster name of workspace ns is leaving, and how.
+func (inv *Inventory) LeavingCluster(ns, name string) (Leaving, bool) {
+	for _, l := range inv.Leaving {
+		if l.key() == entryKey(ns, name) {
+			return l, true
+		}
+	}
+	return Leaving{}, false
+}
+
+// LeavingIn are the leaving clusters of workspace ns: the ones a GitRepo of that namespace lets go of.
+func (inv *Inventory) LeavingIn(ns string) []Leaving {
+	var out []Leaving
+	for _, l := range inv.Leaving {
+		if fleet.Workspace(l.Namespace) == fleet.Workspace(ns) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func (l Leaving) key() string { return entryKey(l.Namespace, l.Name) }
+
+// payloadNamespace keeps fleet-default empty, as every payload written before workspaces has it.
+func payloadNamespace(ns string) string {
+	if fleet.Workspace(ns) == fleet.DefaultNamespace {
+		return ""
+	}
+	return ns
+}
+
+// CheckNotLeaving refuses to change a leaving cluster's settings: its GitRepos are uninstalling from it
+// with the kubeconfig it was registered with, and a new entry would be planned for as if nothing happened.
+func (inv *Inventory) CheckNotLeaving(ns, name string) error {
+	if _, ok := inv.LeavingCluster(ns, name); ok {
+		flag := ""
+		if fleet.Workspace(ns) != fleet.DefaultNamespace {
+			flag = " -n " + ns
+		}
+		return fmt.Errorf("cluster %q is leaving (flotilla cluster remove); run `flotilla cluster remove %s%s` to wait until "+
+			"it is gone, or add --keep-workloads to forget it at once, then register it again", fleet.DisplayName(ns, name), name, flag)
+	}
+	return nil
 }
 
 // UpsertGroup adds or replaces a cluster group; it reports whether anything changed.

@@ -141,3 +141,61 @@ func TestAWorkspaceIsADNSLabel(t *testing.T) {
 	g.Metadata.Namespace = "team/a"
 	require.EqualError(t, ValidateGroup(g), `cluster group "team/a/prod": metadata.namespace "team/a": must be a DNS label`)
 }
+
+// A cluster leaves in one step that GitRepos see (a new generation) and stays registered, kubeconfig and
+// all, until it is forgotten; leaving again changes nothing, except that keeping its workloads, once asked
+// for, sticks; a leaving cluster's settings cannot change under its uninstall.
+func TestALeavingClusterStaysRegisteredUntilItIsForgotten(t *testing.T) {
+	var inv Inventory
+	inv.UpsertCluster(cluster("edge-1", nil))
+	inv.UpsertCluster(cluster("edge-2", nil))
+	require.EqualError(t, inv.CheckLeave(LeaveInput{Name: "edge-9"}), `cluster "edge-9" is not registered`)
+
+	for _, tc := range []struct {
+		name        string
+		in          LeaveInput
+		changed     bool
+		keep        bool
+		generation  int64
+		leavingFrom int64
+	}{
+		{"edge-2 leaves", LeaveInput{Name: "edge-2"}, true, false, 3, 3},
+		{"edge-2 leaves again", LeaveInput{Name: "edge-2"}, false, false, 3, 3},
+		{"then keeps its workloads", LeaveInput{Name: "edge-2", KeepWorkloads: true}, true, true, 4, 4},
+		{"and keeps keeping them", LeaveInput{Name: "edge-2"}, false, true, 4, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.NoError(t, inv.CheckLeave(tc.in))
+			require.Equal(t, tc.changed, inv.Leave(tc.in))
+			require.Equal(t, tc.generation, inv.Generation)
+			l, ok := inv.LeavingCluster("", "edge-2")
+			require.True(t, ok)
+			require.Equal(t, Leaving{Name: "edge-2", KeepWorkloads: tc.keep, Generation: tc.leavingFrom}, l)
+		})
+	}
+	c, ok := inv.Cluster("", "edge-2")
+	require.True(t, ok, "a leaving cluster stays registered")
+	require.Equal(t, "/etc/flotilla/edge-2.kubeconfig", c.Spec.KubeConfigPath, "its uninstall needs its kubeconfig")
+	_, ok = inv.LeavingCluster("", "edge-1")
+	require.False(t, ok)
+
+	require.ErrorContains(t, inv.CheckNotLeaving("", "edge-2"), `cluster "edge-2" is leaving`)
+	require.NoError(t, inv.CheckNotLeaving("", "edge-1"))
+
+	require.True(t, inv.RemoveCluster("", "edge-2"))
+	require.Empty(t, inv.Leaving, "forgetting a leaving cluster ends its leaving")
+	require.Equal(t, int64(5), inv.Generation)
+	require.False(t, inv.Leave(LeaveInput{Name: "edge-2"}), "a cluster no longer registered cannot leave")
+
+	// Leaving is per workspace: team-a's edge-1 leaving is not fleet-default's.
+	teamEdge := cluster("edge-1", nil)
+	teamEdge.Metadata.Namespace = "team-a"
+	inv.UpsertCluster(teamEdge)
+	require.True(t, inv.Leave(LeaveInput{Name: "edge-1", Namespace: "team-a"}))
+	_, ok = inv.LeavingCluster("", "edge-1")
+	require.False(t, ok)
+	require.Len(t, inv.LeavingIn("team-a"), 1)
+	require.Empty(t, inv.LeavingIn(""))
+	require.NoError(t, inv.CheckNotLeaving("", "edge-1"))
+	require.ErrorContains(t, inv.CheckNotLeaving("team-a", "edge-1"), "flotilla cluster remove edge-1 -n team-a")
+}

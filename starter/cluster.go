@@ -17,7 +17,7 @@ import (
 )
 
 func newClusterCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "cluster", Short: "Register, list and remove clusters"}
+	cmd := &cobra.Command{Use: "cluster", Short: "Register, list and remove clusters (remove uninstalls every GitRepo from the cluster first)"}
 	cmd.AddCommand(newClusterAddCmd(g), newClusterListCmd(g), newClusterRemoveCmd(g))
 	return cmd
 }
@@ -137,12 +137,19 @@ func newClusterListCmd(g *globals) *cobra.Command {
 			if all {
 				fmt.Fprint(w, "NAMESPACE\t")
 			}
-			fmt.Fprintln(w, "NAME\tLABELS\tKUBECONFIG")
+			fmt.Fprintln(w, "NAME\tSTATE\tLABELS\tKUBECONFIG")
 			for _, c := range inv.Clusters {
 				if all {
 					fmt.Fprintf(w, "%s\t", fleet.Workspace(c.Metadata.Namespace))
 				}
-				fmt.Fprintf(w, "%s\t%s\t%s\n", c.Metadata.Name, labelList(c.Metadata.Labels), c.Spec.KubeConfigPath)
+				state := "registered"
+				if l, ok := inv.LeavingCluster(c.Metadata.Namespace, c.Metadata.Name); ok {
+					state = "leaving"
+					if l.KeepWorkloads {
+						state = "leaving (keeping workloads)"
+					}
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", c.Metadata.Name, state, labelList(c.Metadata.Labels), c.Spec.KubeConfigPath)
 			}
 			return w.Flush()
 		},
@@ -150,35 +157,6 @@ func newClusterListCmd(g *globals) *cobra.Command {
 	addOutputFlag(cmd, g)
 	addAllNamespacesFlag(cmd, &all)
 	return cmd
-}
-
-func newClusterRemoveCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "remove [-n NAMESPACE] NAME",
-		Short: "Remove a cluster from a workspace's inventory (-n, default fleet-default; GitRepos uninstall from it at their next sync)",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, err := g.dial()
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			ctx, cancel := g.ctx()
-			defer cancel()
-			// fleet-default is sent as no namespace, as every removal before workspaces was.
-			in := inventory.RemoveInput{Name: args[0], Namespace: g.key(args[0]).PayloadNamespace()}
-			res, err := g.updateInventory(ctx, cl, api.UpdateRemoveCluster, in)
-			if err != nil {
-				return err
-			}
-			name := fleet.DisplayName(g.namespace, args[0])
-			if !res.Changed {
-				return fmt.Errorf("cluster %q is not registered", name)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "cluster/%s removed\n", name)
-			return nil
-		},
-	}
 }
 
 func labelList(l map[string]string) string {

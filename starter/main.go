@@ -1,7 +1,8 @@
 // Command flotilla is Flotilla's CLI, the operator's one tool; `make build` builds this folder into
 // bin/flotilla. The folder is called starter after the program in Temporal's samples that starts and
 // signals workflows, because that is what the CLI does: `cluster` and `apply` change the inventory
-// workflow through its updates and start GitRepo workflows; `status` reads a GitRepo's status query and
+// workflow through its updates and start GitRepo workflows (`cluster remove` then waits, reading the
+// GitRepos' status, until they have uninstalled from the cluster); `status` reads a GitRepo's status query and
 // `get gitrepos` the GitRepos' search attributes; `sync`, `pause`, `resume` and `delete` signal a GitRepo
 // (`sync --allow-removal` approves a held plan through an update). `render` previews what a cluster would
 // get, rendered here as the worker renders it, from a folder without Temporal or for a running GitRepo at

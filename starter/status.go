@@ -114,6 +114,10 @@ func printStatus(w io.Writer, format string, st api.GitRepoStatus) error {
 			fmt.Fprintf(tw, "\t%s\t%s\t%d/%d\t%s\n", b.Name, b.State, b.ResourceCounts.Ready, b.ResourceCounts.DesiredReady, oneLine(b.Message))
 		}
 	}
+	for _, c := range st.Removing {
+		// No longer targeted: shown until the uninstall there is done, never counted as desired.
+		fmt.Fprintf(tw, "%s (removing)\t\t%s\t\t%s\n", c.Name, c.State, oneLine(c.Message))
+	}
 	return tw.Flush()
 }
 

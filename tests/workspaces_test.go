@@ -44,7 +44,7 @@ func TestWorkspacesKeepSameNamedGitReposApart(t *testing.T) {
 
 	for _, k := range []api.GitRepoKey{teamA, teamB} {
 		st := s.WaitStatusOf(k, 3*time.Minute, "Ready", harness.AllReady)
-		require.Equal(t, []string{"edge"}, clusterNames(st), "%s deploys to its own workspace's edge only", k)
+		require.Equal(t, []string{"edge"}, targetedClusters(st), "%s deploys to its own workspace's edge only", k)
 		require.Equal(t, k.Namespace, st.Namespace)
 	}
 	require.Equal(t, "1", s.ConfigMapData("kube-a", "team-a-app", "app")["v"])
@@ -63,7 +63,7 @@ func TestWorkspacesKeepSameNamedGitReposApart(t *testing.T) {
 	var st api.GitRepoStatus
 	require.NoError(t, json.Unmarshal([]byte(s.CLIRun("status", "-n", "team-a", "web", "-o", "json")), &st))
 	require.Equal(t, "team-a", st.Namespace)
-	require.Equal(t, []string{"edge"}, clusterNames(st))
+	require.Equal(t, []string{"edge"}, targetedClusters(st))
 	require.Contains(t, s.CLIRun("status", "--namespace", "team-b", "web"), "GitRepo team-b/web")
 	require.NotEqual(t, 0, s.CLI("status", "web").ExitCode)
 	require.Equal(t, []string{"team-a/web", "team-b/web"}, listedGitRepos(t, s, "get", "gitrepos", "-A"))
@@ -94,7 +94,7 @@ func TestWorkspacesKeepSameNamedGitReposApart(t *testing.T) {
 	for _, k := range []api.GitRepoKey{teamA, teamB} {
 		st, err := s.StatusOf(k)
 		require.NoError(t, err)
-		require.Equal(t, []string{"edge"}, clusterNames(st), "fleet-default's shared is not %s's", k)
+		require.Equal(t, []string{"edge"}, targetedClusters(st), "fleet-default's shared is not %s's", k)
 	}
 
 	// A second cluster of team-b, on kube-a: team-b's web now deploys there too, beside team-a's, and
@@ -109,7 +109,7 @@ func TestWorkspacesKeepSameNamedGitReposApart(t *testing.T) {
 		return err == nil && n > plans
 	}, 2*time.Minute, 250*time.Millisecond, "team-a's web planned against the new inventory")
 	st = s.WaitStatusOf(teamA, time.Minute, "Ready", harness.AllReady)
-	require.Equal(t, []string{"edge"}, clusterNames(st), "team-b's new cluster is not team-a's")
+	require.Equal(t, []string{"edge"}, targetedClusters(st), "team-b's new cluster is not team-a's")
 	require.Equal(t, "1", s.ConfigMapData("kube-a", "team-b-app", "app")["v"])
 	require.Len(t, s.ReleasesOf("kube-a", teamB), 1)
 
@@ -128,8 +128,8 @@ func TestWorkspacesKeepSameNamedGitReposApart(t *testing.T) {
 	require.True(t, harness.AllReady(st), "team-b's web is still Ready: %s", st.Message)
 }
 
-// clusterNames are the clusters a GitRepo's status lists, sorted.
-func clusterNames(st api.GitRepoStatus) []string {
+// targetedClusters are the clusters a GitRepo's status lists, sorted.
+func targetedClusters(st api.GitRepoStatus) []string {
 	names := []string{}
 	for _, c := range st.Clusters {
 		names = append(names, c.Name)

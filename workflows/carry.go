@@ -28,6 +28,10 @@ type GitRepoCarry struct {
 	// Held is a plan waiting for approval; Approved is the key of the held plan a person approved.
 	Held     *HeldPlan `json:"held,omitempty"`
 	Approved string    `json:"approved,omitempty"`
+	// InventorySeen is the inventory generation a poll or a plan read last, and Leaving that inventory's
+	// clusters on their way out (ADR 16): none of them is targeted, whatever the plan.
+	InventorySeen int64                `json:"inventorySeen,omitempty"`
+	Leaving       []api.LeavingCluster `json:"leaving,omitempty"`
 
 	// The per-cluster state as runs before the rollout type carried it: four maps keyed by cluster. Read
 	// once, when such a run continues as new into this code (legacyRollout); never written.

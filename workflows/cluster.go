@@ -18,6 +18,9 @@ type ClusterWorkflowInput struct {
 	// Shape is the workflow code a run was started for (ClusterShapeCurrent by the current GitRepo and by
 	// continue-as-new). Zero is a run started before the field existed, which asks GetVersion instead.
 	Shape int `json:"shape,omitempty"`
+	// Remove is the removal a run continues: one whose uninstall kept failing for long enough to cut its
+	// history goes on removing in a new run.
+	Remove *RemoveRequest `json:"remove,omitempty"`
 }
 
 // DesiredUpdate is the parent's `desired` signal: what this cluster should run now.
@@ -31,6 +34,12 @@ type DesiredUpdate struct {
 // RemoveRequest is the parent's `remove` signal.
 type RemoveRequest struct {
 	KeepResources bool `json:"keepResources,omitempty"`
+	// Forget ends the workflow without touching the cluster: it leaves the inventory with its workloads
+	// kept (`flotilla cluster remove --keep-workloads`). A later request to forget stops an uninstall that
+	// keeps failing.
+	Forget bool `json:"forget,omitempty"`
+	// DeleteNamespace is the GitRepo's targetNamespace, deleted after the uninstall (deleteNamespace).
+	DeleteNamespace string `json:"deleteNamespace,omitempty"`
 }
 
 // ClusterReport is a child's status report to its GitRepo, sent only when the status changed.
@@ -38,6 +47,9 @@ type ClusterReport struct {
 	Cluster string            `json:"cluster"`
 	Status  api.ClusterStatus `json:"status"`
 	Removed bool              `json:"removed,omitempty"`
+	// Removing is a report from a workflow told to remove: its uninstall has not succeeded yet, and
+	// Status says why.
+	Removing bool `json:"removing,omitempty"`
 }
 
 // ClusterCarry is what a cluster workflow keeps across continue-as-new.
@@ -110,6 +122,9 @@ func (r *clusterRun) loop(ctx workflow.Context) error {
 	desiredCh := workflow.GetSignalChannel(ctx, api.SignalDesired)
 	removeCh := workflow.GetSignalChannel(ctx, api.SignalRemove)
 	checkCh := workflow.GetSignalChannel(ctx, api.SignalCheck)
+	if r.in.Remove != nil {
+		return r.remove(ctx, *r.in.Remove, removeCh, checkCh)
+	}
 	dirty := true
 	var remove *RemoveRequest
 	var nextCheck time.Time
@@ -143,7 +158,7 @@ func (r *clusterRun) loop(ctx workflow.Context) error {
 		// Coalesce a burst of signals into one reconcile.
 		dirty = r.drain(ctx, desiredCh, removeCh, checkCh, &remove) || dirty
 		if remove != nil {
-			return r.remove(ctx, *remove)
+			return r.remove(ctx, *remove, removeCh, checkCh)
 		}
 		info := workflow.GetInfo(ctx)
 		if info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > clusterMaxHistory {

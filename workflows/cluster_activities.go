@@ -47,25 +47,3 @@ func (r *clusterRun) apply(ctx workflow.Context, actions []api.BundleAction, swe
 	err := workflow.ExecuteActivity(ctx, api.ActivityApply, api.ApplyInput{Target: r.in.Target, Actions: actions, Observe: true, Sweep: sweep}).Get(ctx, &res)
 	return res, err
 }
-
-func (r *clusterRun) remove(ctx workflow.Context, rr RemoveRequest) error {
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: applyTimeout,
-		HeartbeatTimeout:    heartbeat,
-		RetryPolicy:         retryUntilDone(),
-		Summary:             "uninstall from " + r.in.Target.Cluster,
-	})
-	var res api.UninstallResult
-	err := workflow.ExecuteActivity(actx, api.ActivityUninstall, api.UninstallInput{
-		GitRepo: r.in.Target.GitRepo, Cluster: r.in.Target.Cluster, ClusterDigest: r.in.Target.ClusterDigest,
-		KeepResources: rr.KeepResources || r.in.Target.Options.KeepResources, Namespace: r.in.Target.Namespace,
-	}).Get(ctx, &res)
-	if err != nil {
-		return err
-	}
-	r.carry.Status.Bundles = nil
-	r.carry.Status.State, r.carry.Status.Message = api.StateReady, "removed"
-	r.carry.LastReported = ""
-	r.report(ctx, true)
-	return nil
-}

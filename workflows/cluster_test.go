@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
@@ -214,4 +215,73 @@ func TestClusterWorkflowShapeComesFromItsInputNotFromGetVersion(t *testing.T) {
 			require.Equal(t, ClusterShapeCurrent, next.Shape, "the next run is executed by this code")
 		})
 	}
+}
+
+// A cluster told to remove retries a failing uninstall until it succeeds, telling its GitRepo why between
+// attempts (once per reason), and reports the removal when it is done; a later request to forget the
+// cluster (it leaves with its workloads kept) ends it at once, without another attempt.
+func TestClusterWorkflowRetriesAFailingUninstallAndReportsWhy(t *testing.T) {
+	for _, forgetLater := range []bool{false, true} {
+		t.Run(map[bool]string{false: "the cluster comes back", true: "then it is forgotten"}[forgetLater], func(t *testing.T) {
+			env := newEnv()
+			observeNewThenDeployed(env)
+			env.OnActivity(api.ActivityApply, mock.Anything, mock.Anything).Return(api.ApplyResult{Bundles: []api.BundleApplyResult{{Bundle: "web", Revision: 1}}}, nil)
+			uninstalls := 0
+			env.OnActivity(api.ActivityUninstall, mock.Anything, mock.Anything).Return(func(_ context.Context, in api.UninstallInput) (api.UninstallResult, error) {
+				if in.Sweep != nil {
+					return api.UninstallResult{}, nil
+				}
+				uninstalls++
+				if uninstalls <= 6 { // three attempts of two tries each
+					return api.UninstallResult{}, temporal.NewApplicationError(`cluster "edge-1" unreachable: connection refused`, api.ErrTypeUnreachable)
+				}
+				return api.UninstallResult{Removed: []string{"web/web"}}, nil
+			})
+			reports := captureReports(env)
+			env.RegisterDelayedCallback(func() { env.SignalWorkflow(api.SignalRemove, RemoveRequest{}) }, time.Minute)
+			if forgetLater {
+				env.RegisterDelayedCallback(func() { env.SignalWorkflow(api.SignalRemove, RemoveRequest{Forget: true}) }, time.Minute+5*time.Second)
+			}
+
+			env.ExecuteWorkflow(ClusterWorkflow, clusterInput())
+
+			require.NoError(t, env.GetWorkflowError())
+			var removing []ClusterReport
+			for _, r := range *reports {
+				if r.Removing {
+					removing = append(removing, r)
+				}
+			}
+			require.Len(t, removing, 1, "one reason, reported once")
+			require.False(t, removing[0].Status.Reachable)
+			require.Equal(t, api.StateErrApplied, removing[0].Status.State)
+			require.Contains(t, removing[0].Status.Message, `uninstall failed, retrying until it succeeds: cluster "edge-1" unreachable`)
+			last := (*reports)[len(*reports)-1]
+			require.True(t, last.Removed)
+			if forgetLater {
+				require.Less(t, uninstalls, 6, "forgetting stopped the attempts")
+				require.Contains(t, last.Status.Message, "its releases and objects stay")
+				return
+			}
+			require.Equal(t, 7, uninstalls)
+			require.Equal(t, "removed", last.Status.Message)
+		})
+	}
+}
+
+// A cluster leaving with its workloads kept is forgotten: the workflow ends without an uninstall.
+func TestClusterWorkflowForgetsWithoutTouchingTheCluster(t *testing.T) {
+	env := newEnv()
+	observeNewThenDeployed(env)
+	env.OnActivity(api.ActivityApply, mock.Anything, mock.Anything).Return(api.ApplyResult{Bundles: []api.BundleApplyResult{{Bundle: "web", Revision: 1}}}, nil)
+	env.OnActivity(api.ActivityUninstall, mock.Anything, mock.MatchedBy(func(in api.UninstallInput) bool { return in.Sweep != nil })).Return(api.UninstallResult{}, nil)
+	reports := captureReports(env)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(api.SignalRemove, RemoveRequest{Forget: true}) }, time.Minute)
+
+	env.ExecuteWorkflow(ClusterWorkflow, clusterInput())
+
+	require.NoError(t, env.GetWorkflowError())
+	last := (*reports)[len(*reports)-1]
+	require.True(t, last.Removed)
+	require.Contains(t, last.Status.Message, "forgotten")
 }

@@ -203,7 +203,7 @@ func (g *gitRepoRun) loop(ctx workflow.Context) error {
 		sel.AddReceive(g.events, func(c workflow.ReceiveChannel, _ bool) {
 			var ev deliveryEvent
 			c.Receive(ctx, &ev)
-			g.handleEvent(ev)
+			g.handleEvent(ctx, ev)
 		})
 		sel.Select(ctx)
 		if !loop2 {

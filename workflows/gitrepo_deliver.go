@@ -88,8 +88,13 @@ func (g *gitRepoRun) send(ctx workflow.Context, h handOver) {
 
 // deleteEverywhere uninstalls the GitRepo from every cluster, then ends the workflow.
 func (g *gitRepoRun) deleteEverywhere(ctx workflow.Context, reportCh workflow.ReceiveChannel) error {
+	req := RemoveRequest{KeepResources: g.spec.Spec.KeepResources}
+	if s := g.spec.Spec; s.DeleteNamespace && !s.KeepResources {
+		// Fleet's deleteNamespace: the targetNamespace goes once everything in it is uninstalled.
+		req.DeleteNamespace = s.TargetNamespace
+	}
 	for _, c := range g.r.removeAll() {
-		g.signalRemove(ctx, c)
+		g.signalRemove(ctx, req, c)
 	}
 	g.publish(ctx, false)
 	deadline := workflow.Now(ctx).Add(deleteTimeout)
@@ -98,7 +103,7 @@ func (g *gitRepoRun) deleteEverywhere(ctx workflow.Context, reportCh workflow.Re
 		sel.AddReceive(reportCh, func(c workflow.ReceiveChannel, _ bool) {
 			var rep ClusterReport
 			c.Receive(ctx, &rep)
-			if rep.Removed {
+			if rep.Removed || rep.Removing {
 				g.r.onReport(rep)
 			}
 		})
@@ -106,7 +111,7 @@ func (g *gitRepoRun) deleteEverywhere(ctx workflow.Context, reportCh workflow.Re
 		sel.AddReceive(g.events, func(c workflow.ReceiveChannel, _ bool) {
 			var ev deliveryEvent
 			c.Receive(ctx, &ev)
-			g.handleEvent(ev)
+			g.handleEvent(ctx, ev)
 		})
 		sel.AddFuture(workflow.NewTimer(ctx, deleteRecheck), func(workflow.Future) {})
 		sel.Select(ctx)

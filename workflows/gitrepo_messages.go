@@ -90,7 +90,7 @@ func (g *gitRepoRun) addSignalHandlers(ctx workflow.Context, sel workflow.Select
 	})
 }
 
-func (g *gitRepoRun) handleEvent(ev deliveryEvent) {
+func (g *gitRepoRun) handleEvent(ctx workflow.Context, ev deliveryEvent) {
 	switch ev.kind {
 	case eventEnded:
 		g.r.onEnded(ev.cluster)
@@ -102,6 +102,10 @@ func (g *gitRepoRun) handleEvent(ev deliveryEvent) {
 	case eventDelivered:
 		g.pending--
 		g.r.onDelivered(ev.cluster, ev.err)
+		if l, ok := g.leavingCluster(ev.cluster); ok {
+			// Started before the cluster began leaving: it is removed as soon as it runs.
+			g.removeLeaving(ctx, []api.LeavingCluster{l})
+		}
 	}
 }
 

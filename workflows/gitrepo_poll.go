@@ -26,12 +26,14 @@ func (g *gitRepoRun) poll(ctx workflow.Context, resync bool) {
 	var res api.PollResult
 	err := workflow.ExecuteActivity(actx, api.ActivityPoll, api.PollInput{
 		GitRepo: g.name(), Repo: s.Repo, Branch: s.Branch, Revision: s.Revision, ClientSecretName: s.ClientSecretName,
+		Namespace: g.key.PayloadNamespace(),
 	}).Get(ctx, &res)
 	g.carry.LastPolled = workflow.Now(ctx)
 	if err != nil {
 		g.carry.Error = "repository: " + errorMessage(err)
 		return
 	}
+	g.applyLeaving(ctx, res.InventoryGeneration, res.Leaving)
 	key := g.planKey()
 	if g.carry.Plan != nil && res.Commit == g.carry.Commit && res.InventoryGeneration == g.carry.InventoryGeneration &&
 		key == g.carry.PlanKey && !resync {
@@ -59,9 +61,10 @@ func (g *gitRepoRun) poll(ctx workflow.Context, resync bool) {
 		return
 	}
 	g.carry.Error = ""
+	g.applyLeaving(ctx, plan.InventoryGeneration, plan.Leaving)
 	keepUnloaded(g.carry.Plan, &plan)
 	holdKey := hashOf([]any{plan.Commit, plan.InventoryGeneration, key})
-	if msg := removalHold(g.key, g.carry.Plan, &plan); msg != "" && g.carry.Approved != holdKey {
+	if msg := removalHold(g.key, g.carry.Plan, &plan, g.carry.Leaving); msg != "" && g.carry.Approved != holdKey {
 		g.carry.Held = &HeldPlan{Key: holdKey, Commit: plan.Commit, InventoryGeneration: plan.InventoryGeneration, PlanKey: key, Message: msg}
 		workflow.GetLogger(ctx).Warn("plan held for approval", "gitRepo", g.key.String(), "commit", plan.Commit)
 		return
@@ -74,12 +77,45 @@ func (g *gitRepoRun) poll(ctx workflow.Context, resync bool) {
 // removeUntargeted tells clusters that a successful plan no longer targets to uninstall this GitRepo.
 func (g *gitRepoRun) removeUntargeted(ctx workflow.Context) {
 	for _, c := range g.r.untargeted(g.carry.Plan) {
-		g.signalRemove(ctx, c)
+		g.signalRemove(ctx, RemoveRequest{KeepResources: g.spec.Spec.KeepResources}, c)
 	}
 }
 
-func (g *gitRepoRun) signalRemove(ctx workflow.Context, cluster string) {
-	req := RemoveRequest{KeepResources: g.spec.Spec.KeepResources}
+// applyLeaving takes the leaving clusters of the inventory a poll or a plan just read (ADR 16): the plan
+// the GitRepo delivers no longer has them, whatever becomes of its newest plan (held, failed), and each is
+// told to uninstall, or to forget the cluster when it leaves with its workloads kept. The latest read wins,
+// even with a lower generation (an inventory started afresh counts from one again). Runs that never saw a
+// leaving cluster issue no command here.
+func (g *gitRepoRun) applyLeaving(ctx workflow.Context, generation int64, leaving []api.LeavingCluster) {
+	g.carry.InventorySeen, g.carry.Leaving = generation, leaving
+	if len(leaving) == 0 {
+		return
+	}
+	if p, dropped := dropLeaving(g.carry.Plan, leaving); dropped {
+		g.carry.Plan = p
+		workflow.GetLogger(ctx).Info("leaving clusters no longer targeted", "gitRepo", g.key.String(), "generation", generation)
+	}
+	g.removeLeaving(ctx, leaving)
+}
+
+// removeLeaving signals the removals that leaving clusters call for.
+func (g *gitRepoRun) removeLeaving(ctx workflow.Context, leaving []api.LeavingCluster) {
+	for _, rm := range g.r.leave(leaving) {
+		g.signalRemove(ctx, RemoveRequest{KeepResources: g.spec.Spec.KeepResources, Forget: rm.Forget}, rm.Cluster)
+	}
+}
+
+// leavingCluster says whether a cluster is leaving the inventory, as the GitRepo last read it.
+func (g *gitRepoRun) leavingCluster(cluster string) (api.LeavingCluster, bool) {
+	for _, l := range g.carry.Leaving {
+		if l.Name == cluster {
+			return l, true
+		}
+	}
+	return api.LeavingCluster{}, false
+}
+
+func (g *gitRepoRun) signalRemove(ctx workflow.Context, req RemoveRequest, cluster string) {
 	f := workflow.SignalExternalWorkflow(ctx, g.key.ClusterWorkflowID(cluster), "", api.SignalRemove, req)
 	g.pending++
 	workflow.Go(ctx, func(gctx workflow.Context) {

@@ -16,6 +16,7 @@ func (g *gitRepoRun) view() api.GitRepoStatus {
 		Name: g.name(), Repo: s.Repo, Branch: s.Branch, Revision: s.Revision, Commit: g.carry.Commit, Paused: g.paused,
 		Error: g.carry.Error, LastPolled: g.carry.LastPolled, Clusters: []api.ClusterStatus{}, Bundles: []string{},
 		PollingInterval: g.pollingInterval().String(), NextPoll: g.nextPoll, Namespace: g.key.Namespace,
+		InventoryGeneration: g.carry.InventorySeen,
 	}
 	if s.DisablePolling {
 		st.PollingInterval, st.NextPoll = "disabled", time.Time{}
@@ -31,6 +32,9 @@ func (g *gitRepoRun) view() api.GitRepoStatus {
 		for _, pc := range g.carry.Plan.Clusters {
 			st.Clusters = append(st.Clusters, g.r.clusterView(g.carry.Plan, pc, g.carry.Commit, g.paused))
 		}
+	}
+	for _, name := range g.r.removing() {
+		st.Removing = append(st.Removing, g.r.removalView(name))
 	}
 	aggregate(&st)
 	return st

@@ -145,3 +145,88 @@ func carriedRollout(t *testing.T, env *testsuite.TestWorkflowEnvironment) *rollo
 	require.NoError(t, err)
 	return carry.takeRollout()
 }
+
+// Clusters leaving the inventory (`flotilla cluster remove`) are taken out at once: one is told to
+// uninstall, one leaving with its workloads kept to end without touching its cluster, although together
+// they are most of the GitRepo's clusters (a deliberate removal is not held); status lists them as being
+// removed until they confirm, and says which inventory generation the GitRepo has read.
+func TestGitRepoLetsLeavingClustersGo(t *testing.T) {
+	env := newEnv()
+	generation := int64(1)
+	var leaving []api.LeavingCluster
+	env.OnActivity(api.ActivityPoll, mock.Anything, mock.Anything).Return(func(context.Context, api.PollInput) (api.PollResult, error) {
+		return api.PollResult{Commit: "c1", InventoryGeneration: generation, Leaving: leaving}, nil
+	})
+	env.OnActivity(api.ActivityPlan, mock.Anything, mock.Anything).Return(func(context.Context, api.PlanInput) (api.Plan, error) {
+		p := planFor("a", "b", "c")
+		p, _ = dropLeaving(p, leaving) // as the Plan activity does
+		p.InventoryGeneration, p.Leaving = generation, leaving
+		return *p, nil
+	})
+	env.OnActivity(api.ActivityListClusterWorkflows, mock.Anything, mock.Anything).Return(api.ListClusterWorkflowsResult{}, nil)
+	removals := map[string]RemoveRequest{}
+	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, in ClusterWorkflowInput) error {
+		var rr RemoveRequest
+		ok, _ := workflow.AwaitWithTimeout(ctx, 24*time.Hour, func() bool {
+			return workflow.GetSignalChannel(ctx, api.SignalRemove).ReceiveAsync(&rr)
+		})
+		if ok {
+			removals[in.Target.Cluster] = rr
+		}
+		return nil
+	}, workflow.RegisterOptions{Name: api.ClusterWorkflowType})
+	var during, after api.GitRepoStatus
+	query := func(st *api.GitRepoStatus) {
+		v, err := env.QueryWorkflow(api.QueryStatus)
+		require.NoError(t, err)
+		require.NoError(t, v.Get(st))
+	}
+
+	env.RegisterDelayedCallback(func() {
+		for _, c := range []string{"a", "b", "c"} {
+			report(env, ready(c, 3))
+		}
+	}, 10*time.Second)
+	env.RegisterDelayedCallback(func() {
+		generation, leaving = 2, []api.LeavingCluster{{Name: "b"}, {Name: "c", KeepWorkloads: true}}
+		env.SignalWorkflow(api.SignalSync, nil)
+	}, 20*time.Second)
+	env.RegisterDelayedCallback(func() {
+		query(&during)
+		report(env, ClusterReport{Cluster: "b", Removing: true, Status: api.ClusterStatus{Name: "b", State: api.StateErrApplied,
+			Message: `uninstall failed, retrying until it succeeds: cluster "b" unreachable`}})
+	}, 30*time.Second)
+	env.RegisterDelayedCallback(func() {
+		var failing api.GitRepoStatus
+		query(&failing)
+		require.Len(t, failing.Removing, 2)
+		require.Contains(t, failing.Removing[0].Message, `cluster "b" unreachable`)
+		report(env, ClusterReport{Cluster: "b", Removed: true})
+		report(env, ClusterReport{Cluster: "c", Removed: true})
+	}, 40*time.Second)
+	env.RegisterDelayedCallback(func() {
+		query(&after)
+		env.SetContinueAsNewSuggested(true)
+	}, 50*time.Second)
+
+	env.ExecuteWorkflow(GitRepoWorkflow, shopInput(10))
+
+	require.Empty(t, during.Held, "a deliberate removal is not held")
+	require.Equal(t, int64(2), during.InventoryGeneration)
+	require.Equal(t, []string{"a"}, clusterNames(during.Clusters), "leaving clusters are no longer targeted")
+	require.Equal(t, []string{"b", "c"}, clusterNames(during.Removing))
+	require.Equal(t, "forgetting the cluster; its releases and objects stay", during.Removing[1].Message)
+	require.Equal(t, map[string]RemoveRequest{"b": {}, "c": {Forget: true}}, removals)
+	require.Empty(t, after.Removing)
+	require.Equal(t, []string{"a"}, clusterNames(after.Clusters))
+	require.Equal(t, api.StateReady, after.State)
+	require.NotContains(t, carriedRollout(t, env).Clusters, "b")
+}
+
+func clusterNames(cs []api.ClusterStatus) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.Name)
+	}
+	return out
+}

@@ -28,7 +28,11 @@ type HeldPlan struct {
 const massRemovalMinClusters = 2
 
 // removalHold says why next may not replace prev without approval, or "" when it may. It is pure.
-func removalHold(gitRepo api.GitRepoKey, prev, next *api.Plan) string {
+// Clusters leaving the inventory (`flotilla cluster remove`, ADR 16) are a person's deliberate act, not a
+// mistake to guard against: they count neither among the clusters the plan drops nor among those it ran
+// on, so removing the last or most clusters of a GitRepo that way passes, while a typo dropping the rest
+// is still held.
+func removalHold(gitRepo api.GitRepoKey, prev, next *api.Plan, leaving []api.LeavingCluster) string {
 	if prev == nil {
 		return ""
 	}
@@ -45,13 +49,22 @@ func removalHold(gitRepo api.GitRepoKey, prev, next *api.Plan) string {
 	for _, c := range next.Clusters {
 		kept[c.Name] = true
 	}
+	deliberate := map[string]bool{}
+	for _, l := range leaving {
+		deliberate[l.Name] = true
+	}
 	var dropped []string
+	ran := 0
 	for _, c := range prev.Clusters {
+		if deliberate[c.Name] {
+			continue
+		}
+		ran++
 		if !kept[c.Name] {
 			dropped = append(dropped, c.Name)
 		}
 	}
-	if len(dropped) < massRemovalMinClusters || 2*len(dropped) <= len(prev.Clusters) {
+	if len(dropped) < massRemovalMinClusters || 2*len(dropped) <= ran {
 		return ""
 	}
 	names := dropped
@@ -61,7 +74,32 @@ func removalHold(gitRepo api.GitRepoKey, prev, next *api.Plan) string {
 	}
 	return fmt.Sprintf("held: commit %s with inventory generation %d targets %d of the %d clusters this GitRepo "+
 		"runs on; applying it would uninstall it from %d of them (%s%s); %s", api.ShortCommit(next.Commit),
-		next.InventoryGeneration, len(next.Clusters), len(prev.Clusters), len(dropped), strings.Join(names, ", "), more, approve)
+		next.InventoryGeneration, len(next.Clusters), ran, len(dropped), strings.Join(names, ", "), more, approve)
+}
+
+// dropLeaving returns the plan without the clusters leaving the inventory, and whether it had any: a
+// GitRepo stops targeting a leaving cluster at once, whether its newest plan is held, failed or not made
+// yet. It is pure; the plan given is not changed.
+func dropLeaving(p *api.Plan, leaving []api.LeavingCluster) (*api.Plan, bool) {
+	if p == nil || len(leaving) == 0 {
+		return p, false
+	}
+	gone := map[string]bool{}
+	for _, l := range leaving {
+		gone[l.Name] = true
+	}
+	kept := make([]api.PlannedCluster, 0, len(p.Clusters))
+	for _, c := range p.Clusters {
+		if !gone[c.Name] {
+			kept = append(kept, c)
+		}
+	}
+	if len(kept) == len(p.Clusters) {
+		return p, false
+	}
+	out := *p
+	out.Clusters = kept
+	return &out, true
 }
 
 // keepUnloaded keeps every bundle whose fleet.yaml does not load where the last good plan had it: its

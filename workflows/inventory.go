@@ -41,7 +41,12 @@ func InventoryWorkflow(ctx workflow.Context, in InventoryInput) error {
 			func(ctx workflow.Context, c fleet.Cluster) (inventory.ChangeResult, error) {
 				return changed(inv.UpsertCluster(c))
 			},
-			func(ctx workflow.Context, c fleet.Cluster) error { return inventory.ValidateCluster(c) }},
+			func(ctx workflow.Context, c fleet.Cluster) error {
+				if err := inventory.ValidateCluster(c); err != nil {
+					return err
+				}
+				return inv.CheckNotLeaving(c.Metadata.Namespace, c.Metadata.Name)
+			}},
 		{api.UpdateAddCluster,
 			func(ctx workflow.Context, c fleet.Cluster) (inventory.ChangeResult, error) {
 				return changed(inv.UpsertCluster(c))
@@ -50,8 +55,16 @@ func InventoryWorkflow(ctx workflow.Context, in InventoryInput) error {
 				if err := inventory.ValidateCluster(c); err != nil {
 					return err
 				}
+				if err := inv.CheckNotLeaving(c.Metadata.Namespace, c.Metadata.Name); err != nil {
+					return err
+				}
 				return inv.CheckAdd(c)
 			}},
+		{api.UpdateLeaveCluster,
+			func(ctx workflow.Context, l inventory.LeaveInput) (inventory.ChangeResult, error) {
+				return changed(inv.Leave(l))
+			},
+			func(ctx workflow.Context, l inventory.LeaveInput) error { return inv.CheckLeave(l) }},
 		{api.UpdateRemoveCluster,
 			func(ctx workflow.Context, r inventory.RemoveInput) (inventory.ChangeResult, error) {
 				return changed(inv.RemoveCluster(r.Namespace, r.Name))
@@ -109,8 +122,12 @@ const (
 func publishInventory(ctx workflow.Context, inv inventory.Inventory) {
 	clusters := map[string]any{}
 	var b strings.Builder
-	b.WriteString(fmt.Sprintf("**%d clusters, %d groups** (generation %d)\n\n| cluster | labels | kubeconfig |\n|---|---|---|\n",
-		len(inv.Clusters), len(inv.Groups), inv.Generation))
+	b.WriteString(fmt.Sprintf("**%d clusters, %d groups** (generation %d)\n\n", len(inv.Clusters), len(inv.Groups), inv.Generation))
+	if len(inv.Leaving) > 0 {
+		// Leaving clusters are few and each waits for someone: name them before the table.
+		b.WriteString(fmt.Sprintf("Leaving (`flotilla cluster remove`): %s\n\n", leavingList(inv.Leaving)))
+	}
+	b.WriteString("| cluster | labels | kubeconfig |\n|---|---|---|\n")
 	for i, c := range inv.Clusters {
 		name := fleet.DisplayName(c.Metadata.Namespace, c.Metadata.Name)
 		if i < inventoryMemoClusters {
@@ -124,6 +141,19 @@ func publishInventory(ctx workflow.Context, inv inventory.Inventory) {
 	}
 	_ = workflow.UpsertMemo(ctx, map[string]any{"clusters": clusters, "clusterCount": len(inv.Clusters), "generation": inv.Generation})
 	workflow.SetCurrentDetails(ctx, b.String())
+}
+
+func leavingList(ls []inventory.Leaving) string {
+	parts := make([]string, 0, len(ls))
+	for _, l := range ls {
+		name := fleet.DisplayName(l.Namespace, l.Name)
+		if l.KeepWorkloads {
+			parts = append(parts, name+" (keeping its workloads)")
+			continue
+		}
+		parts = append(parts, name)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func labelString(l map[string]string) string {

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"sort"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -31,6 +32,17 @@ type clusterEntry struct {
 	// Removing says the cluster was told to uninstall the GitRepo and end; its reports are ignored until
 	// it confirms the removal.
 	Removing bool `json:"removing,omitempty"`
+	// Forget says the removal only forgets the cluster: it is leaving the inventory with its workloads
+	// kept, and its workflow ends without touching it.
+	Forget bool `json:"forget,omitempty"`
+	// Removal is the cluster workflow's last report while it uninstalls: why it has not succeeded yet.
+	Removal *api.ClusterStatus `json:"removal,omitempty"`
+}
+
+// removal is one decided remove signal: uninstall the GitRepo from the cluster, or only forget it.
+type removal struct {
+	Cluster string
+	Forget  bool
 }
 
 // delivery records the desired state last sent to a cluster workflow.
@@ -71,8 +83,16 @@ func (r *rollout) names() []string { return sortedKeys(r.Clusters) }
 func (r *rollout) onReport(rep ClusterReport) {
 	if rep.Removed {
 		if e := r.Clusters[rep.Cluster]; e != nil {
-			e.Status, e.Running, e.Removing = nil, false, false
+			e.Status, e.Running, e.Removing, e.Forget, e.Removal = nil, false, false, false, nil
 			r.forgetIfEmpty(rep.Cluster)
+		}
+		return
+	}
+	if rep.Removing {
+		// How an uninstall is going: shown beside the planned clusters, never as one of them.
+		if e := r.Clusters[rep.Cluster]; e != nil && e.Removing {
+			st := rep.Status
+			e.Removal = &st
 		}
 		return
 	}
@@ -128,7 +148,7 @@ func (r *rollout) untargeted(plan *api.Plan) []string {
 	for _, c := range plan.Clusters {
 		planned[c.Name] = true
 		if e := r.Clusters[c.Name]; e != nil {
-			e.Removing = false
+			e.Removing, e.Forget, e.Removal = false, false, nil
 		}
 	}
 	var gone []string
@@ -145,6 +165,48 @@ func (r *rollout) untargeted(plan *api.Plan) []string {
 		}
 	}
 	return gone
+}
+
+// leave takes the inventory's leaving clusters (ADR 16): a leaving cluster a workflow of this GitRepo runs
+// on is told to uninstall, or, when it leaves with its workloads kept, to end without touching it; one
+// already being removed is told again only to switch from uninstalling to forgetting (never back: some
+// GitRepos may have forgotten it already); one nothing of this GitRepo runs on is forgotten here. A
+// hand-over still in flight keeps its entry: the caller calls leave again once it lands. It returns the
+// remove signals to send, in name order.
+func (r *rollout) leave(leaving []api.LeavingCluster) []removal {
+	var out []removal
+	for _, l := range leaving {
+		e := r.Clusters[l.Name]
+		switch {
+		case e == nil:
+		case e.Removing && (e.Forget || !l.KeepWorkloads):
+		case e.Removing:
+			e.Forget = true
+			out = append(out, removal{Cluster: l.Name, Forget: true})
+		case e.Running:
+			e.Removing, e.Forget, e.Delivered = true, l.KeepWorkloads, nil
+			out = append(out, removal{Cluster: l.Name, Forget: l.KeepWorkloads})
+		default:
+			e.Status = nil
+			r.forgetIfEmpty(l.Name)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Cluster < out[j].Cluster })
+	return out
+}
+
+// removalView is a cluster being removed, as status shows it: its workflow's last report while it
+// uninstalls (why it fails), or what it is doing.
+func (r *rollout) removalView(cluster string) api.ClusterStatus {
+	e := r.Clusters[cluster]
+	if e.Removal != nil {
+		return *e.Removal
+	}
+	msg := "uninstalling"
+	if e.Forget {
+		msg = "forgetting the cluster; its releases and objects stay"
+	}
+	return api.ClusterStatus{Name: cluster, State: api.StateWaitApplied, Message: msg, Reachable: true}
 }
 
 // removeAll marks every cluster a workflow of this GitRepo runs on as removing, for a GitRepo being

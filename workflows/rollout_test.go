@@ -150,3 +150,64 @@ func TestALegacyCarryBecomesTheSameRollout(t *testing.T) {
 	require.NoError(t, err)
 	require.NotContains(t, string(out), `"known"`, "the legacy maps are read once, never written")
 }
+
+// A cluster leaving the inventory is removed where a workflow of this GitRepo runs on it: uninstalled, or
+// only forgotten when it leaves with its workloads kept; an uninstall under way switches to forgetting,
+// never back; a cluster nothing runs on is forgotten at once; a hand-over in flight waits until it lands.
+func TestALeavingClusterIsUninstalledOrForgotten(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		entry   *clusterEntry
+		leaving api.LeavingCluster
+		want    []removal
+		after   *clusterEntry // nil: forgotten
+	}{
+		{"a running cluster leaves", &clusterEntry{Running: true, Delivered: &delivery{Generation: 1, Acked: true}},
+			api.LeavingCluster{Name: "a"}, []removal{{Cluster: "a"}}, &clusterEntry{Running: true, Removing: true}},
+		{"a running cluster leaves with its workloads kept", &clusterEntry{Running: true},
+			api.LeavingCluster{Name: "a", KeepWorkloads: true}, []removal{{Cluster: "a", Forget: true}},
+			&clusterEntry{Running: true, Removing: true, Forget: true}},
+		{"an uninstall under way is told to forget instead", &clusterEntry{Running: true, Removing: true},
+			api.LeavingCluster{Name: "a", KeepWorkloads: true}, []removal{{Cluster: "a", Forget: true}},
+			&clusterEntry{Running: true, Removing: true, Forget: true}},
+		{"an uninstall under way is not told again", &clusterEntry{Running: true, Removing: true},
+			api.LeavingCluster{Name: "a"}, nil, &clusterEntry{Running: true, Removing: true}},
+		{"a forget under way never turns into an uninstall", &clusterEntry{Running: true, Removing: true, Forget: true},
+			api.LeavingCluster{Name: "a"}, nil, &clusterEntry{Running: true, Removing: true, Forget: true}},
+		{"a cluster nothing runs on is forgotten", &clusterEntry{Status: &api.ClusterStatus{Name: "a"}},
+			api.LeavingCluster{Name: "a"}, nil, nil},
+		{"a hand-over in flight waits", &clusterEntry{Delivered: &delivery{Generation: 1}},
+			api.LeavingCluster{Name: "a"}, nil, &clusterEntry{Delivered: &delivery{Generation: 1}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRollout()
+			r.Clusters["a"] = tc.entry
+			r.Clusters["b"] = &clusterEntry{Running: true}
+			require.Equal(t, tc.want, r.leave([]api.LeavingCluster{tc.leaving}))
+			if tc.after == nil {
+				require.NotContains(t, r.Clusters, "a")
+			} else {
+				require.Equal(t, tc.after, r.Clusters["a"])
+			}
+			require.Equal(t, &clusterEntry{Running: true}, r.Clusters["b"], "a cluster that stays is not touched")
+		})
+	}
+}
+
+// While a leaving cluster's uninstall fails, status shows why beside the planned clusters; its removal
+// forgets it. Only reports of the removal count: a stale regular one is ignored.
+func TestARemovalShowsWhyItHasNotSucceeded(t *testing.T) {
+	r := newRollout()
+	r.Clusters["a"] = &clusterEntry{Running: true, Status: &api.ClusterStatus{Name: "a", State: api.StateReady}}
+	r.leave([]api.LeavingCluster{{Name: "a"}})
+	require.Equal(t, api.ClusterStatus{Name: "a", State: api.StateWaitApplied, Message: "uninstalling", Reachable: true}, r.removalView("a"))
+
+	r.onReport(ClusterReport{Cluster: "a", Status: api.ClusterStatus{Name: "a", State: api.StateReady}})
+	failing := api.ClusterStatus{Name: "a", State: api.StateErrApplied, Message: `uninstall failed, retrying until it succeeds: cluster "a" unreachable`}
+	r.onReport(ClusterReport{Cluster: "a", Status: failing, Removing: true})
+	require.Equal(t, failing, r.removalView("a"))
+	require.Equal(t, []string{"a"}, r.removing())
+
+	r.onReport(ClusterReport{Cluster: "a", Removed: true})
+	require.NotContains(t, r.Clusters, "a")
+}

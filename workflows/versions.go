@@ -39,7 +39,12 @@ const (
 	// clusterShapeSweep (change ID clusterSweep): the run sweeps releases its target no longer has.
 	clusterShapeSweep = 3
 	clusterSweep      = "cluster-sweep"
+	// clusterShapeRemoveReports (change ID clusterRemoveReports): a run told to remove retries a failing
+	// uninstall itself, reporting why to its GitRepo between attempts, and a later request to forget the
+	// cluster (it leaves with its workloads kept) stops it; before, one activity retried until done, silently.
+	clusterShapeRemoveReports = 4
+	clusterRemoveReports      = "cluster-remove-reports"
 
 	// ClusterShapeCurrent is the Shape a run is started with, by the GitRepo and by continue-as-new.
-	ClusterShapeCurrent = clusterShapeSweep
+	ClusterShapeCurrent = clusterShapeRemoveReports
 )

@@ -38,8 +38,11 @@ var unsupported = map[reflect.Type]map[string]string{
 	},
 	reflect.TypeOf(fleet.BundleDeploymentOptions{}): {
 		"createNamespace":     "",
-		"deleteNamespace":     "",
 		"downstreamResources": "",
+	},
+	// Fleet reads deleteNamespace from the top of fleet.yaml only (the Bundle's spec, not its options).
+	reflect.TypeOf(fleet.BundleTarget{}): {
+		"deleteNamespace": "set it at the top of fleet.yaml, where it applies to the bundle on every cluster",
 	},
 	reflect.TypeOf(fleet.HelmOptions{}): {
 		"disableDNS":              "",

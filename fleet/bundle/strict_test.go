@@ -122,6 +122,21 @@ func TestTargetCustomizationModeIsReadAndAnUnknownOneIsAnError(t *testing.T) {
 	}
 }
 
+// deleteNamespace is read at the top of fleet.yaml, as Fleet reads it (the Bundle's spec); under a
+// targetCustomization Fleet has no such key, so it is a warning saying where it goes.
+func TestDeleteNamespaceIsTheBundlesNotACustomizations(t *testing.T) {
+	b, err := loadOne(t, "fleet.yaml", "namespace: web\ndeleteNamespace: true\n")
+	require.NoError(t, err)
+	require.Empty(t, b.Warnings)
+	require.True(t, b.FleetYAML.DeleteNamespace)
+
+	b, err = loadOne(t, "fleet.yaml", "targetCustomizations:\n- name: prod\n  clusterName: prod\n  deleteNamespace: true\n")
+	require.NoError(t, err)
+	require.Equal(t, []string{"web/fleet.yaml: line 4: targetCustomizations[0].deleteNamespace is not supported yet and is ignored; " +
+		"set it at the top of fleet.yaml, where it applies to the bundle on every cluster"}, b.Warnings)
+	require.False(t, b.FleetYAML.DeleteNamespace)
+}
+
 func TestAKeyWrittenTwiceIsAnErrorWithItsLine(t *testing.T) {
 	for _, tc := range []struct{ yaml, want string }{
 		{"name: web\ndefaultNamespace: a\nname: api\n",

@@ -76,3 +76,26 @@ func TestCRDsAreKeptOnUninstallUnlessDeleteCRDResources(t *testing.T) {
 	del, _ := manifest("keep", true)
 	require.NotEqual(t, keep.DeploymentID, del.DeploymentID, "turning deleteCRDResources on upgrades the release")
 }
+
+// A bundle's deleteNamespace reaches its release, which remembers it in its labels: setting it gives a new
+// deployment ID (deployed again to relabel), and a bundle without it keeps the ID it always had.
+func TestDeleteNamespaceReachesTheRelease(t *testing.T) {
+	root := writeRepo(t, map[string]string{
+		"plain/fleet.yaml":   "deleteNamespace: false\n",
+		"plain/cm.yaml":      "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n",
+		"deletes/fleet.yaml": "deleteNamespace: true\n",
+		"deletes/cm.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n",
+	})
+	render := func(dir string) *Release {
+		b, err := bundle.Load(root, bundle.Ref{Name: "app", Path: dir})
+		require.NoError(t, err)
+		rel, err := ForCluster(Input{RepoRoot: root, Bundle: b, Cluster: fleet.ClusterInfo{Name: "c"}, GitRepo: "g"})
+		require.NoError(t, err)
+		return rel
+	}
+	plain, deletes := render("plain"), render("deletes")
+	require.False(t, plain.DeleteNamespace)
+	require.True(t, deletes.DeleteNamespace)
+	require.NotEqual(t, plain.DeploymentID, deletes.DeploymentID)
+	require.Equal(t, "s-f6b44de7c998c5f40df530a0b58a7dabd2ac24fb", plain.DeploymentID, "unchanged without it")
+}

@@ -58,6 +58,9 @@ type Release struct {
 	Paused bool
 	// SyncGeneration is the GitRepo's forceSyncGeneration this rendering carries (Fleet's syncGeneration).
 	SyncGeneration int64
+	// DeleteNamespace is the bundle's fleet.yaml deleteNamespace: uninstalling the release deletes its
+	// namespace. The release remembers it, as keepResources, for whoever uninstalls it later.
+	DeleteNamespace bool
 	// ForcedNamespace, when set, is the only namespace the release may write to (targetNamespace, or the
 	// cluster's confineToNamespace): cluster-scoped objects and other namespaces are refused when applied.
 	ForcedNamespace string
@@ -89,7 +92,7 @@ func ForCluster(in Input) (*Release, error) {
 		opts.CorrectDrift = in.CorrectDrift
 	}
 	rel := &Release{Bundle: b.Name, Options: opts, Customization: custom.Name, Deploy: deploy,
-		Paused: b.FleetYAML.Paused, SyncGeneration: in.ForceSyncGeneration}
+		Paused: b.FleetYAML.Paused, SyncGeneration: in.ForceSyncGeneration, DeleteNamespace: b.FleetYAML.DeleteNamespace}
 	rel.Name = names.HelmReleaseName(b.Name)
 	if opts.Helm != nil && opts.Helm.ReleaseName != "" {
 		rel.Name = opts.Helm.ReleaseName
@@ -288,6 +291,11 @@ func deploymentID(rel *Release, extra []byte, forced string, kustomizeDigest []b
 	if o.DeleteCRDResources {
 		// Likewise: it changes what an uninstall leaves, so the release must be upgraded to record it.
 		place = append(place, "deleteCRDResources")
+	}
+	if rel.DeleteNamespace {
+		// The release's labels remember it: setting or clearing it deploys again to relabel. Only when set,
+		// as the generation above.
+		place = append(place, "deleteNamespace")
 	}
 	placement, _ := json.Marshal(place)
 	h.Write(placement)

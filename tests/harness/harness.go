@@ -165,6 +165,16 @@ func runCLI(t *testing.T, cli devenv.CLI, args ...string) devenv.CLIResult {
 	return res
 }
 
+// CLIWithin is CLI for a command that waits on its own (`cluster remove`), given up to limit to end.
+func (s *Stack) CLIWithin(limit time.Duration, args ...string) devenv.CLIResult {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	res, err := devenv.CLI{Bin: filepath.Join(BinDir(), "flotilla"), Address: s.Temporal.Address()}.Exec(ctx, args...)
+	require.NoError(s.t, err, "flotilla %s", strings.Join(args, " "))
+	return res
+}
+
 // CLI runs bin/flotilla against the stack, for a command whose failure the test examines.
 func (s *Stack) CLI(args ...string) devenv.CLIResult {
 	s.t.Helper()
