@@ -332,6 +332,7 @@ func (inv *Inventory) InWorkspace(ns string) Inventory {
 			out.Groups = append(out.Groups, g)
 		}
 	}
+	out.Leaving = inv.LeavingIn(ns)
 	return out
 }
 

@@ -195,6 +195,7 @@ func TestALeavingClusterStaysRegisteredUntilItIsForgotten(t *testing.T) {
 	_, ok = inv.LeavingCluster("", "edge-1")
 	require.False(t, ok)
 	require.Len(t, inv.LeavingIn("team-a"), 1)
+	require.Len(t, inv.InWorkspace("team-a").Leaving, 1, "cluster list -n team-a shows it leaving")
 	require.Empty(t, inv.LeavingIn(""))
 	require.NoError(t, inv.CheckNotLeaving("", "edge-1"))
 	require.ErrorContains(t, inv.CheckNotLeaving("team-a", "edge-1"), "flotilla cluster remove edge-1 -n team-a")

@@ -126,6 +126,21 @@ func TestWorkspacesKeepSameNamedGitReposApart(t *testing.T) {
 	st, err = s.StatusOf(teamB)
 	require.NoError(t, err)
 	require.True(t, harness.AllReady(st), "team-b's web is still Ready: %s", st.Message)
+
+	// team-b's edge-a leaves: team-b's web uninstalls from it and keeps its edge; fleet-default's cluster of
+	// the same name is not touched and stays registered.
+	s.AddCluster("edge-a", "kube-b", nil, nil)
+	out := s.CLIRun("cluster", "remove", "-n", "team-b", "edge-a")
+	require.Contains(t, out, "cluster/team-b/edge-a removed")
+	require.Nil(t, s.ConfigMapData("kube-a", "team-b-app", "app"), "uninstalled from team-b's edge-a")
+	require.Empty(t, s.ReleasesOf("kube-a", teamB))
+	require.Len(t, s.ReleasesOf("kube-b", teamB), 1, "team-b's edge keeps its release")
+	st = s.WaitStatusOf(teamB, time.Minute, "on its edge only", func(st api.GitRepoStatus) bool {
+		return harness.AllReady(st) && len(st.Clusters) == 1 && len(st.Removing) == 0
+	})
+	require.Equal(t, []string{"edge"}, targetedClusters(st))
+	require.Equal(t, map[string]string{"fleet-default/edge-a": s.K8s.Kubeconfig("kube-b"), "fleet-default/shared": s.K8s.Kubeconfig("kube-a")}, listedClusters(t, s),
+		"fleet-default's edge-a stays")
 }
 
 // targetedClusters are the clusters a GitRepo's status lists, sorted.
