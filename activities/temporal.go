@@ -7,10 +7,10 @@ import (
 
 	"go.temporal.io/api/serviceerror"
 	workflowpb "go.temporal.io/api/workflow/v1"
-	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/converter"
 
 	"github.com/flotilla-gitops/flotilla/api"
+	"github.com/flotilla-gitops/flotilla/internal/visibility"
 )
 
 // ListClusterWorkflows lists the running cluster workflows of a GitRepo of this installation through
@@ -52,22 +52,8 @@ func (a *Activities) NotifyGitRepos(ctx context.Context, in api.NotifyGitReposIn
 	return res, err
 }
 
-// eachWorkflow calls fn for every workflow execution a visibility query finds, a page at a time, and
+// eachWorkflow calls fn for every workflow execution a visibility query finds, a thousand at a time, and
 // stops at the first error.
 func (a *Activities) eachWorkflow(ctx context.Context, query string, fn func(*workflowpb.WorkflowExecutionInfo) error) error {
-	var token []byte
-	for {
-		page, err := a.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, NextPageToken: token, PageSize: 1000})
-		if err != nil {
-			return err
-		}
-		for _, e := range page.Executions {
-			if err := fn(e); err != nil {
-				return err
-			}
-		}
-		if token = page.NextPageToken; len(token) == 0 {
-			return nil
-		}
-	}
+	return visibility.Each(ctx, a.Temporal, query, 1000, fn)
 }

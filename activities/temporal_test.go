@@ -15,10 +15,10 @@ import (
 	"github.com/flotilla-gitops/flotilla/api"
 )
 
-// visibility answers a visibility query with pages of workflows, each a workflow ID and the value of its
+// fakeVisibility answers a visibility query with pages of workflows, each a workflow ID and the value of its
 // FlotillaCluster search attribute, and records queries and signals. The methods the activities do not
 // call panic through the nil embedded client.
-type visibility struct {
+type fakeVisibility struct {
 	client.Client
 	pages   [][][2]string
 	ended   map[string]bool // signalling these answers NotFound
@@ -26,7 +26,7 @@ type visibility struct {
 	signals []string
 }
 
-func (v *visibility) ListWorkflow(_ context.Context, req *workflowservice.ListWorkflowExecutionsRequest) (*workflowservice.ListWorkflowExecutionsResponse, error) {
+func (v *fakeVisibility) ListWorkflow(_ context.Context, req *workflowservice.ListWorkflowExecutionsRequest) (*workflowservice.ListWorkflowExecutionsResponse, error) {
 	v.queries = append(v.queries, req.GetQuery())
 	page := 0
 	if len(req.GetNextPageToken()) > 0 {
@@ -49,7 +49,7 @@ func (v *visibility) ListWorkflow(_ context.Context, req *workflowservice.ListWo
 	return resp, nil
 }
 
-func (v *visibility) SignalWorkflow(_ context.Context, id, _, signal string, _ any) error {
+func (v *fakeVisibility) SignalWorkflow(_ context.Context, id, _, signal string, _ any) error {
 	if v.ended[id] {
 		return serviceerror.NewNotFound("workflow execution already completed")
 	}
@@ -60,7 +60,7 @@ func (v *visibility) SignalWorkflow(_ context.Context, id, _, signal string, _ a
 // A GitRepo's cluster workflows are every page's, sorted, found by the GitRepo's search attribute among
 // the workflows of this worker's installation (its task queue).
 func TestListClusterWorkflowsReadsEveryPage(t *testing.T) {
-	v := &visibility{pages: [][][2]string{
+	v := &fakeVisibility{pages: [][][2]string{
 		{{"gitrepo/shop/cluster/edge-2", "edge-2"}, {"gitrepo/shop/cluster/edge-3", "edge-3"}},
 		{{"gitrepo/shop/cluster/edge-1", "edge-1"}},
 	}}
@@ -76,7 +76,7 @@ func TestListClusterWorkflowsReadsEveryPage(t *testing.T) {
 // An inventory change reaches every running GitRepo of the installation on every page; one that ended
 // since it was listed is counted and skipped, not an error that would sync the others again on retry.
 func TestNotifyGitReposSyncsEveryRunningGitRepo(t *testing.T) {
-	v := &visibility{
+	v := &fakeVisibility{
 		pages: [][][2]string{{{"gitrepo/shop", ""}, {"gitrepo/gone", ""}}, {{"gitrepo/infra", ""}}},
 		ended: map[string]bool{"gitrepo/gone": true},
 	}
@@ -96,12 +96,12 @@ func TestListClusterWorkflowsKeepsTheGitReposOwnWorkspace(t *testing.T) {
 		{"gitrepo/team-a/shop/cluster/edge-2", "edge-2"},
 		{"gitrepo/team-b/shop/cluster/edge-3", "edge-3"},
 	}}
-	v := &visibility{pages: pages}
+	v := &fakeVisibility{pages: pages}
 	res, err := (&Activities{Temporal: v, TaskQueue: "flotilla"}).ListClusterWorkflows(context.Background(), api.ListClusterWorkflowsInput{GitRepo: "shop"})
 	require.NoError(t, err)
 	require.Equal(t, []string{"edge-1"}, res.Clusters)
 
-	v = &visibility{pages: pages}
+	v = &fakeVisibility{pages: pages}
 	res, err = (&Activities{Temporal: v, TaskQueue: "flotilla"}).ListClusterWorkflows(context.Background(),
 		api.ListClusterWorkflowsInput{GitRepo: "shop", Namespace: "team-a"})
 	require.NoError(t, err)

@@ -11,12 +11,12 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/api/serviceerror"
 	workflowpb "go.temporal.io/api/workflow/v1"
-	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/internal/searchattr"
+	"github.com/flotilla-gitops/flotilla/internal/visibility"
 	"github.com/flotilla-gitops/flotilla/inventory"
 	"github.com/flotilla-gitops/flotilla/workflows"
 )
@@ -246,7 +246,7 @@ func (w *leaveWaiter) holders() ([]holder, error) {
 	defer cancel()
 	running := map[string]bool{}
 	var hs []holder
-	err := eachExecution(ctx, w.c, api.RunningGitReposQuery(w.g.taskQueue), func(e *workflowpb.WorkflowExecutionInfo) error {
+	err := visibility.Each(ctx, w.c, api.RunningGitReposQuery(w.g.taskQueue), 0, func(e *workflowpb.WorkflowExecutionInfo) error {
 		key, ok := api.ParseGitRepoWorkflowID(e.GetExecution().GetWorkflowId())
 		if !ok || fleet.Workspace(key.Namespace) != w.g.workspace() {
 			return nil // a GitRepo of another workspace never targets this cluster
@@ -273,7 +273,7 @@ func (w *leaveWaiter) holders() ([]holder, error) {
 	if !w.searchAttributes(ctx) {
 		return hs, nil // no Flotilla worker ever ran on this namespace: no cluster workflow can
 	}
-	err = eachExecution(ctx, w.c, w.onClusterQuery(), func(e *workflowpb.WorkflowExecutionInfo) error {
+	err = visibility.Each(ctx, w.c, w.onClusterQuery(), 0, func(e *workflowpb.WorkflowExecutionInfo) error {
 		id := e.GetExecution().GetWorkflowId()
 		key, cluster, ok := api.ParseClusterWorkflowID(id)
 		if !ok || cluster != w.cluster.Name || fleet.Workspace(key.Namespace) != w.g.workspace() {
@@ -315,7 +315,7 @@ func (w *leaveWaiter) nudge() {
 	if !w.searchAttributes(ctx) {
 		return
 	}
-	_ = eachExecution(ctx, w.c, w.onClusterQuery(), func(e *workflowpb.WorkflowExecutionInfo) error {
+	_ = visibility.Each(ctx, w.c, w.onClusterQuery(), 0, func(e *workflowpb.WorkflowExecutionInfo) error {
 		if key, cluster, ok := api.ParseClusterWorkflowID(e.GetExecution().GetWorkflowId()); !ok || cluster != w.cluster.Name ||
 			fleet.Workspace(key.Namespace) != w.g.workspace() {
 			return nil
@@ -338,23 +338,4 @@ func (w *leaveWaiter) searchAttributes(ctx context.Context) bool {
 		w.attrs = &ok
 	}
 	return *w.attrs
-}
-
-// eachExecution calls fn for every workflow a visibility query finds, a page at a time.
-func eachExecution(ctx context.Context, c client.Client, query string, fn func(*workflowpb.WorkflowExecutionInfo) error) error {
-	var token []byte
-	for {
-		page, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, NextPageToken: token})
-		if err != nil {
-			return err
-		}
-		for _, e := range page.Executions {
-			if err := fn(e); err != nil {
-				return err
-			}
-		}
-		if token = page.NextPageToken; len(token) == 0 {
-			return nil
-		}
-	}
 }
