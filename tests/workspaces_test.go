@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 
@@ -99,14 +100,20 @@ func TestWorkspacesKeepSameNamedGitReposApart(t *testing.T) {
 
 	// A second cluster of team-b, on kube-a: team-b's web now deploys there too, beside team-a's, and
 	// team-a's web, which plans again on the inventory change, still has its one edge.
-	plans := s.ActivityCount(teamA.WorkflowID(), api.ActivityPlan)
+	// Counted over every run: a GitRepo may continue as new in between.
+	plans, _, err := s.CountActivitiesInAllRuns(teamA.WorkflowID(), api.ActivityPlan)
+	require.NoError(t, err)
 	s.AddClusterIn("team-b", "edge-a", "kube-a", nil, nil)
 	s.WaitStatusOf(teamB, 3*time.Minute, "Ready on both its clusters", func(st api.GitRepoStatus) bool {
 		return harness.AllReady(st) && len(st.Clusters) == 2
 	})
-	require.Eventually(t, func() bool {
-		n, err := s.CountActivities(teamA.WorkflowID(), api.ActivityPlan)
-		return err == nil && n > plans
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		n, runs, err := s.CountActivitiesInAllRuns(teamA.WorkflowID(), api.ActivityPlan)
+		if assert.NoError(c, err) {
+			st, _ := s.StatusOf(teamA)
+			assert.Greater(c, n, plans, "Plan activities over %d run(s); team-a's status: %s, error %q, inventory generation read %d",
+				runs, st.State, st.Error, st.InventoryGeneration)
+		}
 	}, 2*time.Minute, 250*time.Millisecond, "team-a's web planned against the new inventory")
 	st = s.WaitStatusOf(teamA, time.Minute, "Ready", harness.AllReady)
 	require.Equal(t, []string{"edge"}, targetedClusters(st), "team-b's new cluster is not team-a's")

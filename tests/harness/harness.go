@@ -509,6 +509,35 @@ func (s *Stack) CountActivities(workflowID, activityType string) (int, error) {
 	return n, nil
 }
 
+// CountActivitiesInAllRuns counts how many times a workflow scheduled an activity type over its current
+// run and every run it continued as new from, following each run's link to the one before.
+func (s *Stack) CountActivitiesInAllRuns(workflowID, activityType string) (n, runs int, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	runID := ""
+	for {
+		runs++
+		it := s.Client.GetWorkflowHistory(ctx, workflowID, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		previous := ""
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				return 0, runs, fmt.Errorf("history of %s run %q: %w", workflowID, runID, err)
+			}
+			if a := ev.GetWorkflowExecutionStartedEventAttributes(); a != nil {
+				previous = a.GetContinuedExecutionRunId()
+			}
+			if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == activityType {
+				n++
+			}
+		}
+		if previous == "" {
+			return n, runs, nil
+		}
+		runID = previous
+	}
+}
+
 // HistoriesContaining lists the workflows (every run of every workflow of the namespace, open or closed)
 // whose history holds text anywhere: in a payload (inputs, results, signals, queries' updates, markers of
 // local activities), a memo, a search attribute or a failure. Events are searched in their wire form, in
