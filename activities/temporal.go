@@ -7,7 +7,6 @@ import (
 
 	"go.temporal.io/api/serviceerror"
 	workflowpb "go.temporal.io/api/workflow/v1"
-	"go.temporal.io/sdk/converter"
 
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/internal/visibility"
@@ -21,14 +20,8 @@ func (a *Activities) ListClusterWorkflows(ctx context.Context, in api.ListCluste
 	err := a.eachWorkflow(ctx, api.RunningClusterWorkflowsQuery(a.TaskQueue, key), func(e *workflowpb.WorkflowExecutionInfo) error {
 		// The query of a fleet-default GitRepo also finds the cluster workflows of GitRepos of its name in
 		// other workspaces (RunningClusterWorkflowsQuery): the ID says whose each is.
-		if owner, _, ok := api.ParseClusterWorkflowID(e.GetExecution().GetWorkflowId()); !ok || owner != key {
-			return nil
-		}
-		if p := e.GetSearchAttributes().GetIndexedFields()[api.SearchAttrCluster]; p != nil {
-			var name string
-			if err := converter.GetDefaultDataConverter().FromPayload(p, &name); err == nil {
-				res.Clusters = append(res.Clusters, name)
-			}
+		if owner, cluster, ok := api.ParseClusterWorkflowID(e.GetExecution().GetWorkflowId()); ok && owner == key {
+			res.Clusters = append(res.Clusters, cluster)
 		}
 		return nil
 	})

@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.temporal.io/api/workflowservice/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/converter"
 
 	"github.com/flotilla-gitops/flotilla/api"
+	"github.com/flotilla-gitops/flotilla/internal/visibility"
 )
 
 func queryStatus(ctx context.Context, c client.Client, key api.GitRepoKey) (api.GitRepoStatus, error) {
@@ -181,34 +181,18 @@ type gitRepoRow struct {
 // workspaces existed lack FlotillaNamespace until they continue as new.
 func listGitRepos(ctx context.Context, c client.Client, taskQueue string, keep func(api.GitRepoKey) bool) ([]gitRepoRow, error) {
 	rows := []gitRepoRow{}
-	dc := converter.GetDefaultDataConverter()
-	var token []byte
-	for {
-		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-			Query: api.RunningGitReposQuery(taskQueue), NextPageToken: token,
-		})
-		if err != nil {
-			return nil, err
+	err := visibility.Each(ctx, c, api.RunningGitReposQuery(taskQueue), 0, func(e *workflowpb.WorkflowExecutionInfo) error {
+		key, ok := api.ParseGitRepoWorkflowID(e.GetExecution().GetWorkflowId())
+		if !ok || !keep(key) {
+			return nil
 		}
-		for _, e := range resp.Executions {
-			key, ok := api.ParseGitRepoWorkflowID(e.GetExecution().GetWorkflowId())
-			if !ok || !keep(key) {
-				continue
-			}
-			sa := e.GetSearchAttributes().GetIndexedFields()
-			get := func(k string) string {
-				var s string
-				if p := sa[k]; p != nil {
-					_ = dc.FromPayload(p, &s)
-				}
-				return s
-			}
-			rows = append(rows, gitRepoRow{Namespace: key.Namespace, Name: key.Name, Repo: get(api.SearchAttrRepo), State: get(api.SearchAttrState),
-				Ready: get(api.SearchAttrReady), Commit: get(api.SearchAttrCommit)})
-		}
-		if token = resp.GetNextPageToken(); len(token) == 0 {
-			break
-		}
+		get := func(attr string) string { return visibility.Keyword(e, attr) }
+		rows = append(rows, gitRepoRow{Namespace: key.Namespace, Name: key.Name, Repo: get(api.SearchAttrRepo), State: get(api.SearchAttrState),
+			Ready: get(api.SearchAttrReady), Commit: get(api.SearchAttrCommit)})
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	sort.Slice(rows, func(i, j int) bool {
 		if rows[i].Namespace != rows[j].Namespace {

@@ -8,10 +8,12 @@ import (
 	"time"
 
 	"go.temporal.io/api/serviceerror"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/converter"
 
 	"github.com/flotilla-gitops/flotilla/api"
+	"github.com/flotilla-gitops/flotilla/internal/visibility"
 )
 
 // TemporalClient is the part of client.Client the webhook uses.
@@ -45,33 +47,19 @@ type refs struct {
 // signal may have changed since. It sees the GitRepos of every workspace; the workflow ID says whose each
 // is (FlotillaNamespace is missing on runs started before workspaces).
 func (t Temporal) List(ctx context.Context, matches func(repo string) bool) ([]GitRepo, error) {
-	dc := converter.GetDefaultDataConverter()
 	var found []GitRepo
-	var token []byte
-	for {
-		resp, err := t.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-			Query: api.RunningGitReposQuery(t.TaskQueue), NextPageToken: token, PageSize: 1000,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("listing running GitRepos: %w", err)
+	err := visibility.Each(ctx, t.Client, api.RunningGitReposQuery(t.TaskQueue), 1000, func(e *workflowpb.WorkflowExecutionInfo) error {
+		key, isGitRepo := api.ParseGitRepoWorkflowID(e.GetExecution().GetWorkflowId())
+		if !isGitRepo {
+			return nil
 		}
-		for _, e := range resp.GetExecutions() {
-			key, isGitRepo := api.ParseGitRepoWorkflowID(e.GetExecution().GetWorkflowId())
-			if !isGitRepo {
-				continue
-			}
-			var repo string
-			if p := e.GetSearchAttributes().GetIndexedFields()[api.SearchAttrRepo]; p != nil {
-				_ = dc.FromPayload(p, &repo)
-			}
-			if matches(repo) {
-				found = append(found, GitRepo{Namespace: key.PayloadNamespace(), Name: key.Name, Repo: repo})
-			}
+		if repo := visibility.Keyword(e, api.SearchAttrRepo); matches(repo) {
+			found = append(found, GitRepo{Namespace: key.PayloadNamespace(), Name: key.Name, Repo: repo})
 		}
-		token = resp.GetNextPageToken()
-		if len(token) == 0 {
-			break
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing running GitRepos: %w", err)
 	}
 	t.readRefs(ctx, found)
 	return found, nil
