@@ -495,18 +495,8 @@ func (s *Stack) ActivityCount(workflowID, activityType string) int {
 func (s *Stack) CountActivities(workflowID, activityType string) (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	it := s.Client.GetWorkflowHistory(ctx, workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	n := 0
-	for it.HasNext() {
-		ev, err := it.Next()
-		if err != nil {
-			return 0, fmt.Errorf("history of %s: %w", workflowID, err)
-		}
-		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == activityType {
-			n++
-		}
-	}
-	return n, nil
+	n, _, err := s.countActivitiesInRun(ctx, workflowID, "", activityType)
+	return n, err
 }
 
 // CountActivitiesInAllRuns counts how many times a workflow scheduled an activity type over its current
@@ -514,28 +504,36 @@ func (s *Stack) CountActivities(workflowID, activityType string) (int, error) {
 func (s *Stack) CountActivitiesInAllRuns(workflowID, activityType string) (n, runs int, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	runID := ""
-	for {
-		runs++
-		it := s.Client.GetWorkflowHistory(ctx, workflowID, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-		previous := ""
-		for it.HasNext() {
-			ev, err := it.Next()
-			if err != nil {
-				return 0, runs, fmt.Errorf("history of %s run %q: %w", workflowID, runID, err)
-			}
-			if a := ev.GetWorkflowExecutionStartedEventAttributes(); a != nil {
-				previous = a.GetContinuedExecutionRunId()
-			}
-			if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == activityType {
-				n++
-			}
+	for runID := ""; ; runs++ {
+		inRun, previous, err := s.countActivitiesInRun(ctx, workflowID, runID, activityType)
+		if err != nil {
+			return 0, runs + 1, err
 		}
+		n += inRun
 		if previous == "" {
-			return n, runs, nil
+			return n, runs + 1, nil
 		}
 		runID = previous
 	}
+}
+
+// countActivitiesInRun counts one run's scheduled activities of a type and names the run it continued
+// from ("" for the first).
+func (s *Stack) countActivitiesInRun(ctx context.Context, workflowID, runID, activityType string) (n int, previous string, err error) {
+	it := s.Client.GetWorkflowHistory(ctx, workflowID, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			return 0, "", fmt.Errorf("history of %s run %q: %w", workflowID, runID, err)
+		}
+		if a := ev.GetWorkflowExecutionStartedEventAttributes(); a != nil {
+			previous = a.GetContinuedExecutionRunId()
+		}
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == activityType {
+			n++
+		}
+	}
+	return n, previous, nil
 }
 
 // HistoriesContaining lists the workflows (every run of every workflow of the namespace, open or closed)
