@@ -14,6 +14,9 @@ import (
 type BundleRef struct {
 	Name string `json:"name"`
 	Path string `json:"path"`
+	// Charts are the bundle's chart sources that are not folders of the repository (helm.repo, a chart
+	// URL, oci://) and the Chart.yaml dependencies of its charts, as the plan resolved them.
+	Charts []ChartLock `json:"charts,omitempty"`
 }
 
 // PollInput is the input of ActivityPoll: which commit should a GitRepo deploy now?
