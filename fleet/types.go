@@ -83,6 +83,13 @@ type GitRepoSpec struct {
 	DeleteNamespace bool `json:"deleteNamespace,omitempty"`
 	// ClientSecretName names git credentials known to the worker (never their content).
 	ClientSecretName string `json:"clientSecretName,omitempty"`
+	// HelmSecretName names the credentials of the chart repositories and OCI registries the bundles' charts
+	// come from, resolved by the worker's credentials store (never their content).
+	HelmSecretName string `json:"helmSecretName,omitempty"`
+	// HelmRepoURLRegex, when set, limits HelmSecretName to chart URLs it matches: any other URL is fetched
+	// without credentials. Unlike Fleet, where an empty regex sends them to no URL, an empty one sends them
+	// to every chart URL of the GitRepo, as Fleet did before the field existed.
+	HelmRepoURLRegex string `json:"helmRepoURLRegex,omitempty"`
 	// ForceSyncGeneration, when increased, redeploys every bundle.
 	ForceSyncGeneration int64 `json:"forceSyncGeneration,omitempty"`
 	// ServiceAccount is refused by `flotilla apply`: Flotilla applies with the cluster's kubeconfig identity
@@ -198,9 +205,13 @@ type BundleTarget struct {
 
 // HelmOptions are fleet.yaml's `helm` options.
 type HelmOptions struct {
-	// Chart is a folder inside the repository (relative to the bundle). Remote charts are not supported yet.
-	Chart       string `json:"chart,omitempty"`
-	Repo        string `json:"repo,omitempty"`
+	// Chart is a folder inside the repository (relative to the bundle), a chart's name in Repo, an https URL
+	// of a chart archive, or oci://registry/path/chart.
+	Chart string `json:"chart,omitempty"`
+	// Repo is an https Helm repository (its index.yaml) or an oci:// registry path holding Chart.
+	Repo string `json:"repo,omitempty"`
+	// Version is an exact version or a semver constraint of a remote chart, resolved to the newest match at
+	// each poll; empty is the newest stable version.
 	Version     string `json:"version,omitempty"`
 	ReleaseName string `json:"releaseName,omitempty"`
 	// Values are templated per cluster with `${ }` delimiters.
@@ -221,6 +232,9 @@ type HelmOptions struct {
 	MaxHistory           int               `json:"maxHistory,omitempty"`
 	DisablePreProcess    bool              `json:"disablePreProcess,omitempty"`
 	SkipSchemaValidation bool              `json:"skipSchemaValidation,omitempty"`
+	// DisableDependencyUpdate deploys a chart's Chart.yaml dependencies only from its charts/ folder,
+	// fetching none.
+	DisableDependencyUpdate bool `json:"disableDependencyUpdate,omitempty"`
 }
 
 // ValuesFrom names a key of a ConfigMap or a Secret on the target cluster that holds Helm values (YAML).

@@ -45,8 +45,7 @@ var unsupported = map[reflect.Type]map[string]string{
 		"deleteNamespace": "set it at the top of fleet.yaml, where it applies to the bundle on every cluster",
 	},
 	reflect.TypeOf(fleet.HelmOptions{}): {
-		"disableDNS":              "",
-		"disableDependencyUpdate": "",
+		"disableDNS": "",
 	},
 }
 

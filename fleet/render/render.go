@@ -41,6 +41,10 @@ type Input struct {
 	// GitRepoNamespace is the GitRepo's namespace; empty is fleet-default, whose objects carry no namespace
 	// label (api.ReleaseOwner), as they did before workspaces.
 	GitRepoNamespace string
+	// Charts loads remote charts and unvendored dependencies; without it a bundle that needs one fails.
+	Charts ChartLoader
+	// ChartLocks are the bundle's chart sources as the GitRepo's plan resolved them (api.BundleRef.Charts).
+	ChartLocks []api.ChartLock
 }
 
 // Release is what gets applied.
@@ -70,6 +74,8 @@ type Release struct {
 	// ValuesFrom are the ConfigMap and Secret keys of the target cluster whose values are merged over
 	// Values (helm.valuesFrom), in order. Only the cluster's activity reads them (WithValuesFrom).
 	ValuesFrom []ValuesSource
+	// ChartLocks are the remote chart and fetched dependencies the release deploys (version and digest).
+	ChartLocks []api.ChartLock
 	// secretStrings are the values taken from valuesFrom Secrets, which Redact keeps out of messages.
 	secretStrings []string
 }
@@ -118,9 +124,6 @@ func ForCluster(in Input) (*Release, error) {
 	if !deploy {
 		return rel, nil
 	}
-	if opts.Helm != nil && opts.Helm.Repo != "" {
-		return fail(fmt.Errorf("%s: helm.repo %q: remote charts are not supported yet; vendor the chart into the repository", fleetFile(b), opts.Helm.Repo))
-	}
 	if rel.Values, err = tmpl.LayeredValues(in.RepoRoot, b.Path, custom.ValuesLevels, opts.Helm, in.Cluster); err != nil {
 		return fail(err)
 	}
@@ -130,13 +133,20 @@ func ForCluster(in Input) (*Release, error) {
 			return fail(fmt.Errorf("%s: %w", fleetFile(b), err))
 		}
 	}
-	chartDir := ""
+	chartDir, remote := "", IsRemoteChart(opts.Helm)
 	switch {
+	case remote:
+		if in.Charts == nil {
+			return fail(fmt.Errorf("%s: %s: remote charts are not fetched here", fleetFile(b), chartSourceName(opts.Helm)))
+		}
+		chart, lock, err := in.Charts.Remote(opts.Helm, in.ChartLocks)
+		if err != nil {
+			return fail(fmt.Errorf("%s: %w", fleetFile(b), err))
+		}
+		rel.Chart = chart
+		rel.setChartLock(lock)
 	case opts.Helm != nil && opts.Helm.Chart != "":
 		chartDir = path.Join(b.Path, opts.Helm.Chart)
-		if strings.Contains(opts.Helm.Chart, "://") {
-			return fail(fmt.Errorf("%s: helm.chart %q: remote charts are not supported yet", fleetFile(b), opts.Helm.Chart))
-		}
 	case exists(in.RepoRoot, path.Join(b.Path, "Chart.yaml")):
 		chartDir = b.Path
 	}
@@ -151,11 +161,14 @@ func ForCluster(in Input) (*Release, error) {
 		if rel.Chart, err = loadChart(in.RepoRoot, chartDir, opts.Helm); err != nil {
 			return fail(err)
 		}
+		if err := addDependencies(rel, in, chartDir, opts.Helm); err != nil {
+			return fail(err)
+		}
 	}
 	var overChart *chartKustomization
 	var kustomizeDigest []byte
 	switch {
-	case kustomizeDir != "" && chartDir != "":
+	case kustomizeDir != "" && rel.Chart != nil:
 		// The chart's output is kustomize's input, and exists only once Helm renders the chart on the
 		// cluster: kustomize runs then, in the post-renderer. What it will read is known now.
 		if kustomizeDigest, err = kustomizeInputs(in.RepoRoot, kustomizeDir); err != nil {
@@ -281,6 +294,11 @@ func deploymentID(rel *Release, extra []byte, forced string, kustomizeDigest []b
 		// Only when set, so that every deployment ID from before it existed stays the same.
 		fmt.Fprintf(h, "\x00kustomize-over-chart\x00")
 		h.Write(kustomizeDigest)
+	}
+	if len(rel.ChartLocks) > 0 {
+		// Likewise. The chart's own files are hashed above; subcharts added from a lock are not, so their
+		// digests stand for them.
+		fmt.Fprintf(h, "\x00chart-locks\x00%s", chartLockDigest(rel.ChartLocks))
 	}
 	o := rel.Options
 	place := []any{rel.Name, rel.Namespace, forced, o.KeepResources, o.ForceSyncGeneration, o.NamespaceLabels, o.NamespaceAnnotations, o.Helm != nil && o.Helm.Force}
