@@ -83,6 +83,11 @@ type GitRepoSpec struct {
 	DeleteNamespace bool `json:"deleteNamespace,omitempty"`
 	// ClientSecretName names git credentials known to the worker (never their content).
 	ClientSecretName string `json:"clientSecretName,omitempty"`
+	// CABundle is PEM certificates trusted, besides the system's, for an HTTPS repository; base64 in JSON
+	// and YAML, as Fleet's.
+	CABundle []byte `json:"caBundle,omitempty"`
+	// InsecureSkipTLSVerify turns off the HTTPS repository's certificate check.
+	InsecureSkipTLSVerify bool `json:"insecureSkipTLSVerify,omitempty"`
 	// ForceSyncGeneration, when increased, redeploys every bundle.
 	ForceSyncGeneration int64 `json:"forceSyncGeneration,omitempty"`
 	// ServiceAccount is refused by `flotilla apply`: Flotilla applies with the cluster's kubeconfig identity
