@@ -25,7 +25,7 @@ import (
 )
 
 // Credentials resolves a GitRepo's clientSecretName on the worker's side (internal/credentials.Store), so
-// secrets never travel through Temporal. A nil Credentials means anonymous access only.
+// secrets never travel through Temporal. With a nil Credentials a GitRepo that names a secret fails.
 type Credentials interface {
 	Get(name string) (*credentials.Secret, error)
 }
@@ -245,4 +245,3 @@ func repoKey(repo string) string {
 	sum := sha256.Sum256([]byte(repo))
 	return hex.EncodeToString(sum[:8])
 }
-
