@@ -50,7 +50,8 @@ type Activities struct {
 
 // Poll resolves the commit to deploy and reads the inventory generation: one ls-remote, no clone.
 func (a *Activities) Poll(ctx context.Context, in api.PollInput) (api.PollResult, error) {
-	commit, err := a.Git.Resolve(ctx, in.Repo, in.Branch, in.Revision, in.ClientSecretName)
+	commit, err := a.Git.Resolve(ctx, gitcache.Remote{URL: in.Repo, Secret: in.ClientSecretName, CABundle: in.CABundle,
+		InsecureSkipTLSVerify: in.InsecureSkipTLSVerify}, in.Branch, in.Revision)
 	if err != nil {
 		var nf *gitcache.NotFoundError
 		if errors.As(err, &nf) {
@@ -82,7 +83,8 @@ func (a *Activities) Plan(ctx context.Context, in api.PlanInput) (api.Plan, erro
 	if err := target.Validate(in.Targets); err != nil {
 		return api.Plan{}, temporal.NewNonRetryableApplicationError("spec.targets: "+err.Error(), api.ErrTypeInvalidTargets, nil)
 	}
-	dir, err := a.Git.Checkout(ctx, in.Repo, in.Commit, in.ClientSecretName)
+	dir, err := a.Git.Checkout(ctx, gitcache.Remote{URL: in.Repo, Secret: in.ClientSecretName, CABundle: in.CABundle,
+		InsecureSkipTLSVerify: in.InsecureSkipTLSVerify}, in.Commit)
 	if err != nil {
 		return api.Plan{}, temporal.NewApplicationError(err.Error(), api.ErrTypeGit)
 	}
@@ -147,7 +149,8 @@ func (a *Activities) handle(ctx context.Context, t api.ClusterTarget, ping bool)
 			return nil, temporal.NewApplicationError(fmt.Sprintf("cluster %q unreachable: %v", clusterRef(t), err), api.ErrTypeUnreachable)
 		}
 	}
-	dir, err := a.Git.Checkout(ctx, t.Repo, t.Commit, t.ClientSecretName)
+	dir, err := a.Git.Checkout(ctx, gitcache.Remote{URL: t.Repo, Secret: t.ClientSecretName, CABundle: t.CABundle,
+		InsecureSkipTLSVerify: t.InsecureSkipTLSVerify}, t.Commit)
 	if err != nil {
 		return nil, temporal.NewApplicationError(err.Error(), api.ErrTypeGit)
 	}

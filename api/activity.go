@@ -29,6 +29,10 @@ type PollInput struct {
 	// Namespace is the GitRepo's workspace (GitRepoKey.PayloadNamespace): the leaving clusters it reads are
 	// that workspace's.
 	Namespace string `json:"namespace,omitempty"`
+	// CABundle and InsecureSkipTLSVerify are the GitRepo's TLS settings for an HTTPS repository (no
+	// secrets: a CA certificate is public).
+	CABundle              []byte `json:"caBundle,omitempty"`
+	InsecureSkipTLSVerify bool   `json:"insecureSkipTLSVerify,omitempty"`
 }
 
 // Key is the GitRepo that polls.
@@ -63,6 +67,9 @@ type PlanInput struct {
 	// Namespace is the GitRepo's (GitRepoKey.PayloadNamespace: empty in fleet-default): only the clusters
 	// and groups of that workspace are planned.
 	Namespace string `json:"namespace,omitempty"`
+	// CABundle and InsecureSkipTLSVerify are the GitRepo's TLS settings, as in PollInput.
+	CABundle              []byte `json:"caBundle,omitempty"`
+	InsecureSkipTLSVerify bool   `json:"insecureSkipTLSVerify,omitempty"`
 }
 
 // Key is the GitRepo that plans.
@@ -114,6 +121,10 @@ type ClusterTarget struct {
 	// Namespace is the GitRepo's, and so the cluster's (GitRepoKey.PayloadNamespace: empty in
 	// fleet-default, so a fleet-default target encodes as it did before workspaces).
 	Namespace string `json:"namespace,omitempty"`
+	// CABundle and InsecureSkipTLSVerify are the GitRepo's TLS settings, as in PollInput: a worker without
+	// the commit checked out clones it.
+	CABundle              []byte `json:"caBundle,omitempty"`
+	InsecureSkipTLSVerify bool   `json:"insecureSkipTLSVerify,omitempty"`
 }
 
 // Key is the GitRepo the target is of.

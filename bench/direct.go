@@ -39,11 +39,11 @@ type directSpec struct {
 func runDirect(ctx context.Context, ds directSpec) (time.Duration, error) {
 	start := time.Now()
 	cache := &gitcache.Cache{Dir: ds.cacheDir}
-	commit, err := cache.Resolve(ctx, ds.repoURL, "main", "", "")
+	commit, err := cache.Resolve(ctx, gitcache.Remote{URL: ds.repoURL}, "main", "")
 	if err != nil {
 		return 0, err
 	}
-	root, err := cache.Checkout(ctx, ds.repoURL, commit, "")
+	root, err := cache.Checkout(ctx, gitcache.Remote{URL: ds.repoURL}, commit)
 	if err != nil {
 		return 0, err
 	}

@@ -90,6 +90,11 @@ type GitRepoSpec struct {
 	// without credentials. Unlike Fleet, where an empty regex sends them to no URL, an empty one sends them
 	// to every chart URL of the GitRepo, as Fleet did before the field existed.
 	HelmRepoURLRegex string `json:"helmRepoURLRegex,omitempty"`
+	// CABundle is PEM certificates trusted, besides the system's, for an HTTPS repository and its charts; base64 in JSON
+	// and YAML, as Fleet's.
+	CABundle []byte `json:"caBundle,omitempty"`
+	// InsecureSkipTLSVerify turns off the certificate check of the HTTPS repository and of its charts.
+	InsecureSkipTLSVerify bool `json:"insecureSkipTLSVerify,omitempty"`
 	// ForceSyncGeneration, when increased, redeploys every bundle.
 	ForceSyncGeneration int64 `json:"forceSyncGeneration,omitempty"`
 	// ServiceAccount is refused by `flotilla apply`: Flotilla applies with the cluster's kubeconfig identity

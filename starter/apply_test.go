@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/base64"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -27,4 +28,17 @@ spec:
 func TestApplyRefusesUnknownGitRepoKeysByName(t *testing.T) {
 	_, err := parseDocuments("repo.yaml", []byte("kind: GitRepo\nmetadata: {name: web}\nspec: {repo: https://example.com/web.git, helmSecretName: s}\n"))
 	require.ErrorContains(t, err, `(GitRepo "web"): error unmarshaling JSON: while decoding JSON: json: unknown field "helmSecretName"`)
+}
+
+// caBundle is Fleet's: the PEM text, base64-encoded in the YAML; insecureSkipTLSVerify is a bool.
+func TestApplyReadsTheGitReposTLSSettingsAsFleetWritesThem(t *testing.T) {
+	const pemText = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+	docs, err := parseDocuments("repo.yaml", []byte("kind: GitRepo\nmetadata: {name: web}\nspec:\n  repo: https://git.example.com/web.git\n"+
+		"  caBundle: "+base64.StdEncoding.EncodeToString([]byte(pemText))+"\n  insecureSkipTLSVerify: true\n"))
+	require.NoError(t, err)
+	require.Equal(t, pemText, string(docs[0].gitRepo.Spec.CABundle))
+	require.True(t, docs[0].gitRepo.Spec.InsecureSkipTLSVerify)
+
+	_, err = parseDocuments("repo.yaml", []byte("kind: GitRepo\nmetadata: {name: web}\nspec: {repo: https://git.example.com/web.git, caBundle: '-----BEGIN'}\n"))
+	require.ErrorContains(t, err, `repo.yaml: document 1 (GitRepo "web")`, "PEM text where base64 belongs is refused")
 }

@@ -33,6 +33,7 @@ type renderFlags struct {
 	// GitRepo preview: the cluster comes from the inventory.
 	gitRepo        string
 	cluster        string
+	credentials    string
 	gitCredentials string
 	cacheDir       string
 
@@ -77,7 +78,7 @@ namespace is --temporal-namespace or TEMPORAL_NAMESPACE.`,
 				}
 				return renderGitRepo(cmd, g, f)
 			case len(args) == 1:
-				if err := f.onlyFor("DIR", cmd, "cluster", "git-credentials", "cache-dir"); err != nil {
+				if err := f.onlyFor("DIR", cmd, "cluster", "credentials", "git-credentials", "cache-dir"); err != nil {
 					return err
 				}
 				return renderFolder(cmd, f, g.workspace(), args[0])
@@ -95,7 +96,9 @@ namespace is --temporal-namespace or TEMPORAL_NAMESPACE.`,
 	fl.StringArrayVar(&f.paths, "path", nil, "DIR: folder (glob allowed) scanned for bundles, as GitRepo spec.paths (repeatable; default: all of DIR)")
 	fl.StringVar(&f.gitRepo, "gitrepo", "", "preview this running GitRepo against the cluster inventory")
 	fl.StringVar(&f.cluster, "cluster", "", "--gitrepo: only this registered cluster")
-	fl.StringVar(&f.gitCredentials, "git-credentials", os.Getenv("FLOTILLA_GIT_CREDENTIALS"), "--gitrepo: YAML file mapping clientSecretName to {username, password}, as the worker's")
+	fl.StringVar(&f.credentials, "credentials", os.Getenv("FLOTILLA_CREDENTIALS"),
+		"--gitrepo: credentials that clientSecretName names, a file or a folder, as the worker's --credentials (env FLOTILLA_CREDENTIALS)")
+	fl.StringVar(&f.gitCredentials, "git-credentials", os.Getenv("FLOTILLA_GIT_CREDENTIALS"), "--gitrepo: older name of --credentials FILE (env FLOTILLA_GIT_CREDENTIALS)")
 	fl.StringVar(&f.cacheDir, "cache-dir", "", "--gitrepo: keep clones here (default: a temporary folder, removed afterwards)")
 	fl.StringVarP(&f.output, "output", "o", "yaml", "output format: yaml (a YAML stream) or json")
 	return cmd

@@ -2,19 +2,18 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/fleet/plan"
 	"github.com/flotilla-gitops/flotilla/fleet/render"
+	"github.com/flotilla-gitops/flotilla/internal/credentials"
 	"github.com/flotilla-gitops/flotilla/internal/gitcache"
 	"github.com/flotilla-gitops/flotilla/inventory"
 )
@@ -163,33 +162,17 @@ func checkout(ctx context.Context, f *renderFlags, spec fleet.GitRepoSpec, commi
 		cacheDir = tmp
 		cleanup = func() { _ = os.RemoveAll(tmp) }
 	}
-	cache := &gitcache.Cache{Dir: cacheDir}
-	if f.gitCredentials != "" {
-		creds, err := loadGitCredentials(f.gitCredentials)
-		if err != nil {
-			cleanup()
-			return "", nil, err
-		}
-		cache.Creds = creds
+	creds, err := credentials.LoadFlags(f.credentials, f.gitCredentials)
+	if err != nil {
+		cleanup()
+		return "", nil, err
 	}
-	dir, err := cache.Checkout(ctx, spec.Repo, commit, spec.ClientSecretName)
+	cache := &gitcache.Cache{Dir: cacheDir, Creds: creds}
+	dir, err := cache.Checkout(ctx, gitcache.Remote{URL: spec.Repo, Secret: spec.ClientSecretName, CABundle: spec.CABundle,
+		InsecureSkipTLSVerify: spec.InsecureSkipTLSVerify}, commit)
 	if err != nil {
 		cleanup()
 		return "", nil, err
 	}
 	return dir, cleanup, nil
-}
-
-// loadGitCredentials reads the worker's --git-credentials format.
-func loadGitCredentials(path string) (gitcache.BasicAuth, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("--git-credentials: %w", err)
-	}
-	var creds gitcache.BasicAuth
-	if err := yaml.Unmarshal(data, &creds); err != nil {
-		// The file's content is never echoed: it holds secrets.
-		return nil, errors.New("--git-credentials " + path + ": not a YAML map of name: {username, password}")
-	}
-	return creds, nil
 }

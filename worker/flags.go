@@ -19,7 +19,8 @@ type config struct {
 	address, taskQueue string
 	// temporalNamespace is --temporal-namespace: in the CLI, -n/--namespace is a GitRepo's workspace.
 	temporalNamespace            string
-	cacheDir, credsFile          string
+	cacheDir                     string
+	credentials, gitCredentials  string
 	logLevel                     string
 	devLog                       bool
 	maxActivities                int
@@ -43,7 +44,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.StringVar(&c.taskQueue, "task-queue", envdefault.TaskQueue(),
 		"task queue to poll, which sets this installation apart from others on the namespace (env FLOTILLA_TASK_QUEUE); the CLI takes the same")
 	fs.StringVar(&c.cacheDir, "cache-dir", envdefault.Or("FLOTILLA_CACHE_DIR", defaultCache), "where git checkouts are cached")
-	fs.StringVar(&c.credsFile, "git-credentials", os.Getenv("FLOTILLA_GIT_CREDENTIALS"), "YAML file mapping clientSecretName to {username, password}")
+	fs.StringVar(&c.credentials, "credentials", os.Getenv("FLOTILLA_CREDENTIALS"),
+		"credentials that GitRepos name (clientSecretName): a YAML file mapping each name to its keys, or a folder <dir>/<name>/<key> as Kubernetes Secrets are mounted (env FLOTILLA_CREDENTIALS); read once, at start")
+	fs.StringVar(&c.gitCredentials, "git-credentials", os.Getenv("FLOTILLA_GIT_CREDENTIALS"), "older name of --credentials FILE (env FLOTILLA_GIT_CREDENTIALS)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.BoolVar(&c.devLog, "dev-log", false, "human-readable logs instead of JSON")
 	fs.IntVar(&c.maxActivities, "max-concurrent-activities", workeropts.DefaultMaxConcurrentActivities, "activities run at once by this worker")

@@ -62,3 +62,23 @@ func TestTheWorkerRefusesATaskQueueNameThatWouldBreakIDsOrQueries(t *testing.T) 
 	_, err = parse(t)
 	require.ErrorContains(t, err, `task queue "x' OR 'y": "'" is not allowed`)
 }
+
+// --credentials names the store, a file or a folder; --git-credentials, its older name, and both
+// environment variables keep working.
+func TestTheWorkerTakesCredentialsAndItsOlderName(t *testing.T) {
+	t.Setenv("FLOTILLA_CREDENTIALS", "")
+	t.Setenv("FLOTILLA_GIT_CREDENTIALS", "")
+	c, err := parse(t, "--credentials", "/etc/flotilla/credentials")
+	require.NoError(t, err)
+	require.Equal(t, "/etc/flotilla/credentials", c.credentials)
+	c, err = parse(t, "--git-credentials", "/etc/flotilla/git.yaml")
+	require.NoError(t, err)
+	require.Equal(t, "/etc/flotilla/git.yaml", c.gitCredentials)
+
+	t.Setenv("FLOTILLA_CREDENTIALS", "/env/credentials")
+	t.Setenv("FLOTILLA_GIT_CREDENTIALS", "/env/git.yaml")
+	c, err = parse(t)
+	require.NoError(t, err)
+	require.Equal(t, "/env/credentials", c.credentials)
+	require.Equal(t, "/env/git.yaml", c.gitCredentials)
+}

@@ -20,12 +20,12 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-gitops/flotilla/activities"
 	"github.com/flotilla-gitops/flotilla/agentclient"
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/internal/chartcheck"
+	"github.com/flotilla-gitops/flotilla/internal/credentials"
 	"github.com/flotilla-gitops/flotilla/internal/gitcache"
 	"github.com/flotilla-gitops/flotilla/internal/searchattr"
 	"github.com/flotilla-gitops/flotilla/internal/workeropts"
@@ -56,20 +56,22 @@ func run() error {
 	}
 	defer log.Sync() //nolint:errcheck
 
+	// Before anything else: a credentials store that does not load stops the worker at start.
+	creds, err := credentials.LoadFlags(cfg.credentials, cfg.gitCredentials)
+	if err != nil {
+		return err
+	}
+	if creds != nil {
+		log.Info("credentials loaded", zap.String("source", creds.Source()), zap.Strings("secrets", creds.Names()))
+	}
+
 	c, err := client.Dial(client.Options{HostPort: cfg.address, Namespace: cfg.temporalNamespace, Logger: zaplog.NewAdapter(log.Named("temporal"))})
 	if err != nil {
 		return fmt.Errorf("connecting to Temporal at %s: %w", cfg.address, err)
 	}
 	defer c.Close()
 
-	cache := &gitcache.Cache{Dir: cfg.cacheDir}
-	if cfg.credsFile != "" {
-		creds, err := loadCredentials(cfg.credsFile)
-		if err != nil {
-			return err
-		}
-		cache.Creds = creds
-	}
+	cache := &gitcache.Cache{Dir: cfg.cacheDir, Creds: creds}
 	// Without Flotilla's search attributes every workflow task fails and nothing says why: check (and
 	// create where allowed) before polling, and stop with the commands to run otherwise.
 	sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -155,19 +157,6 @@ func ensureInventory(c client.Client, taskQueue string) error {
 		return fmt.Errorf("starting the inventory workflow: %w", err)
 	}
 	return nil
-}
-
-func loadCredentials(path string) (gitcache.BasicAuth, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var creds gitcache.BasicAuth
-	if err := yaml.Unmarshal(data, &creds); err != nil {
-		// The file's content is never echoed: it holds secrets.
-		return nil, fmt.Errorf("%s: not a YAML map of name: {username, password}", path)
-	}
-	return creds, nil
 }
 
 // servePprof serves profiles for finding where the worker's time goes (the benchmarks use it). Profiles

@@ -26,7 +26,7 @@ func (g *gitRepoRun) poll(ctx workflow.Context, resync bool) {
 	var res api.PollResult
 	err := workflow.ExecuteActivity(actx, api.ActivityPoll, api.PollInput{
 		GitRepo: g.name(), Repo: s.Repo, Branch: s.Branch, Revision: s.Revision, ClientSecretName: s.ClientSecretName,
-		Namespace: g.key.PayloadNamespace(),
+		Namespace: g.key.PayloadNamespace(), CABundle: s.CABundle, InsecureSkipTLSVerify: s.InsecureSkipTLSVerify,
 	}).Get(ctx, &res)
 	g.carry.LastPolled = workflow.Now(ctx)
 	if err != nil {
@@ -55,6 +55,7 @@ func (g *gitRepoRun) poll(ctx workflow.Context, resync bool) {
 	err = workflow.ExecuteActivity(pctx, api.ActivityPlan, api.PlanInput{
 		GitRepo: g.name(), Repo: s.Repo, Commit: res.Commit, ClientSecretName: s.ClientSecretName,
 		Paths: s.Paths, Targets: s.Targets, Namespace: g.key.PayloadNamespace(),
+		CABundle: s.CABundle, InsecureSkipTLSVerify: s.InsecureSkipTLSVerify,
 	}).Get(ctx, &plan)
 	if err != nil {
 		g.carry.Error = fmt.Sprintf("commit %s: %s", api.ShortCommit(res.Commit), errorMessage(err))

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"crypto/x509"
 	"fmt"
 	"regexp"
 	"time"
@@ -11,6 +12,10 @@ import (
 )
 
 var gitRepoName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// MaxCABundle bounds a GitRepo's spec.caBundle: it travels in every poll's input, so it is a repository
+// server's CA, not a system trust store.
+const MaxCABundle = 64 << 10
 
 // ValidateGitRepo checks a GitRepo without I/O; the CLI runs the same checks before starting anything.
 func ValidateGitRepo(g fleet.GitRepo) error {
@@ -29,6 +34,11 @@ func validateGitRepo(g fleet.GitRepo, strictURL bool) error {
 	}
 	if err := fleet.CheckRepoURL(g.Spec.Repo); err != nil && strictURL {
 		return fmt.Errorf("gitrepo %q: spec.repo: %w", name, err)
+	}
+	if n := len(g.Spec.CABundle); n > MaxCABundle {
+		return fmt.Errorf("gitrepo %q: spec.caBundle: %d bytes, more than %d: give the repository server's CA, not a trust store", name, n, MaxCABundle)
+	} else if n > 0 && !x509.NewCertPool().AppendCertsFromPEM(g.Spec.CABundle) {
+		return fmt.Errorf("gitrepo %q: spec.caBundle holds no PEM certificate (base64 of the PEM text, as in Fleet)", name)
 	}
 	if g.Spec.PollingInterval != "" {
 		if d, err := time.ParseDuration(g.Spec.PollingInterval); err != nil || d < 0 {

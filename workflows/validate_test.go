@@ -1,7 +1,14 @@
 package workflows
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"math/big"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -24,4 +31,21 @@ func TestARepositoryURLNeverCarriesCredentials(t *testing.T) {
 	for _, repo := range []string{"https://github.com/org/repo", "ssh://git@github.com/org/repo.git", "git@github.com:org/repo.git", "file:///srv/git/repo"} {
 		require.NoError(t, ValidateGitRepo(gitRepo(repo)), repo)
 	}
+}
+
+func TestAGitReposCABundleIsPEMCertificates(t *testing.T) {
+	g := fleet.GitRepo{Spec: fleet.GitRepoSpec{Repo: "https://git.example.com/org/repo.git"}}
+	g.Metadata.Name = "shop"
+	g.Spec.CABundle = []byte("not a certificate")
+	require.EqualError(t, ValidateGitRepo(g), `gitrepo "shop": spec.caBundle holds no PEM certificate (base64 of the PEM text, as in Fleet)`)
+	g.Spec.CABundle = make([]byte, MaxCABundle+1)
+	require.ErrorContains(t, ValidateGitRepo(g), `gitrepo "shop": spec.caBundle: 65537 bytes, more than 65536`)
+
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	g.Spec.CABundle = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	require.NoError(t, ValidateGitRepo(g))
 }

@@ -18,15 +18,28 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/transport"
-	"github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/go-git/go-git/v5/storage/memory"
+	"github.com/skeema/knownhosts"
+
+	"github.com/flotilla-gitops/flotilla/internal/credentials"
 )
 
-// Credentials resolves a GitRepo's clientSecretName to transport auth on the worker's side, so
-// secrets never travel through Temporal. A nil Credentials means anonymous access only.
+// Credentials resolves a GitRepo's clientSecretName on the worker's side (internal/credentials.Store), so
+// secrets never travel through Temporal. With a nil Credentials a GitRepo that names a secret fails.
 type Credentials interface {
-	Auth(name string) (transport.AuthMethod, error)
+	Get(name string) (*credentials.Secret, error)
+}
+
+// Remote is a repository and how to reach it: a GitRepo's repo, clientSecretName, caBundle and
+// insecureSkipTLSVerify.
+type Remote struct {
+	URL string
+	// Secret names the credentials (clientSecretName); empty is anonymous.
+	Secret string
+	// CABundle is PEM certificates trusted besides the system's for an HTTPS URL.
+	CABundle []byte
+	// InsecureSkipTLSVerify turns off certificate verification for an HTTPS URL.
+	InsecureSkipTLSVerify bool
 }
 
 // Cache holds checkouts under Dir/<repo-hash>/<commit>.
@@ -38,47 +51,42 @@ type Cache struct {
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
+
+	hostKeysMu sync.Mutex
+	hostKeys   map[[sha256.Size]byte]*knownhosts.HostKeyDB
 }
 
 var fullSHA = regexp.MustCompile(`^[0-9a-f]{40}$`)
 
-func (c *Cache) auth(secret string) (transport.AuthMethod, error) {
-	if secret == "" {
-		return nil, nil
-	}
-	if c.Creds == nil {
-		return nil, fmt.Errorf("clientSecretName %q: the worker has no git credentials configured", secret)
-	}
-	return c.Creds.Auth(secret)
-}
-
 // Resolve returns the commit a repository's branch or revision points at, with one ls-remote.
 // A full 40-character SHA revision is returned as is, with no network call.
 // No error it returns shows the URL's user info, query or fragment.
-func (c *Cache) Resolve(ctx context.Context, repo, branch, revision, secret string) (string, error) {
-	commit, err := c.resolve(ctx, repo, branch, revision, secret)
-	return commit, sanitizeError(err, repo)
+func (c *Cache) Resolve(ctx context.Context, r Remote, branch, revision string) (string, error) {
+	commit, err := c.resolve(ctx, r, branch, revision)
+	return commit, sanitizeError(err, r.URL)
 }
 
-func (c *Cache) resolve(ctx context.Context, repo, branch, revision, secret string) (string, error) {
+func (c *Cache) resolve(ctx context.Context, r Remote, branch, revision string) (string, error) {
 	if fullSHA.MatchString(revision) {
 		return revision, nil
 	}
+	repo := r.URL
 	if err := checkParses(repo); err != nil {
 		return "", err
 	}
-	auth, err := c.auth(secret)
-	if err != nil {
-		return "", err
-	}
-	remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{repo}})
-	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth, PeelingOption: git.AppendPeeled})
+	a, err := c.access(r)
 	if err != nil {
 		return "", fmt.Errorf("ls-remote %s: %w", Sanitize(repo), err)
 	}
+	remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{repo}})
+	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: a.auth, PeelingOption: git.AppendPeeled,
+		CABundle: a.caBundle, InsecureSkipTLS: a.insecure})
+	if err != nil {
+		return "", fmt.Errorf("ls-remote %s: %w", Sanitize(repo), a.explain(err))
+	}
 	byName := map[string]*plumbing.Reference{}
-	for _, r := range refs {
-		byName[r.Name().String()] = r
+	for _, ref := range refs {
+		byName[ref.Name().String()] = ref
 	}
 	var candidates []string
 	switch {
@@ -90,17 +98,17 @@ func (c *Cache) resolve(ctx context.Context, repo, branch, revision, secret stri
 		candidates = []string{"HEAD"}
 	}
 	for _, name := range candidates {
-		r, ok := byName[name]
+		ref, ok := byName[name]
 		if !ok {
 			continue
 		}
-		if r.Type() == plumbing.SymbolicReference {
-			if t, ok := byName[r.Target().String()]; ok {
+		if ref.Type() == plumbing.SymbolicReference {
+			if t, ok := byName[ref.Target().String()]; ok {
 				return t.Hash().String(), nil
 			}
 			continue
 		}
-		return r.Hash().String(), nil
+		return ref.Hash().String(), nil
 	}
 	what := "HEAD"
 	if revision != "" {
@@ -119,12 +127,13 @@ func (e *NotFoundError) Error() string { return fmt.Sprintf("%s: %s not found", 
 // Checkout returns a directory holding the repository at commit, cloning only when it is not cached.
 // Concurrent callers for the same commit share one clone; the directory appears atomically.
 // No error it returns shows the URL's user info, query or fragment.
-func (c *Cache) Checkout(ctx context.Context, repo, commit, secret string) (string, error) {
-	dir, err := c.checkout(ctx, repo, commit, secret)
-	return dir, sanitizeError(err, repo)
+func (c *Cache) Checkout(ctx context.Context, r Remote, commit string) (string, error) {
+	dir, err := c.checkout(ctx, r, commit)
+	return dir, sanitizeError(err, r.URL)
 }
 
-func (c *Cache) checkout(ctx context.Context, repo, commit, secret string) (string, error) {
+func (c *Cache) checkout(ctx context.Context, r Remote, commit string) (string, error) {
+	repo := r.URL
 	if !fullSHA.MatchString(commit) {
 		return "", fmt.Errorf("checkout %s: %q is not a full commit SHA", Sanitize(repo), commit)
 	}
@@ -142,9 +151,9 @@ func (c *Cache) checkout(ctx context.Context, repo, commit, secret string) (stri
 	if _, err := os.Stat(filepath.Join(dir, ".flotilla-complete")); err == nil {
 		return dir, nil
 	}
-	auth, err := c.auth(secret)
+	a, err := c.access(r)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("clone %s: %w", Sanitize(repo), err)
 	}
 	if err := os.MkdirAll(repoDir, 0o755); err != nil {
 		return "", err
@@ -154,7 +163,7 @@ func (c *Cache) checkout(ctx context.Context, repo, commit, secret string) (stri
 		return "", err
 	}
 	defer os.RemoveAll(tmp)
-	if err := clone(ctx, tmp, repo, commit, auth); err != nil {
+	if err := clone(ctx, tmp, repo, commit, a); err != nil {
 		return "", err
 	}
 	if err := os.WriteFile(filepath.Join(tmp, ".flotilla-complete"), nil, 0o644); err != nil {
@@ -168,10 +177,11 @@ func (c *Cache) checkout(ctx context.Context, repo, commit, secret string) (stri
 	return dir, nil
 }
 
-func clone(ctx context.Context, dir, repo, commit string, auth transport.AuthMethod) error {
-	r, err := git.PlainCloneContext(ctx, dir, false, &git.CloneOptions{URL: repo, Auth: auth, NoCheckout: true, Tags: git.NoTags})
+func clone(ctx context.Context, dir, repo, commit string, a access) error {
+	r, err := git.PlainCloneContext(ctx, dir, false, &git.CloneOptions{URL: repo, Auth: a.auth, NoCheckout: true, Tags: git.NoTags,
+		CABundle: a.caBundle, InsecureSkipTLS: a.insecure})
 	if err != nil {
-		return fmt.Errorf("clone %s: %w", Sanitize(repo), err)
+		return fmt.Errorf("clone %s: %w", Sanitize(repo), a.explain(err))
 	}
 	wt, err := r.Worktree()
 	if err != nil {
@@ -234,16 +244,4 @@ func (c *Cache) prune(repoDir, current string) {
 func repoKey(repo string) string {
 	sum := sha256.Sum256([]byte(repo))
 	return hex.EncodeToString(sum[:8])
-}
-
-// BasicAuth is a Credentials holding username/password (or token) pairs by name.
-type BasicAuth map[string]struct{ Username, Password string }
-
-// Auth implements Credentials.
-func (b BasicAuth) Auth(name string) (transport.AuthMethod, error) {
-	v, ok := b[name]
-	if !ok {
-		return nil, fmt.Errorf("clientSecretName %q: no such git credential on the worker", name)
-	}
-	return &http.BasicAuth{Username: v.Username, Password: v.Password}, nil
 }

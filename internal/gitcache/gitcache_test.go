@@ -33,15 +33,15 @@ func TestResolveAndCheckoutFollowTheBranch(t *testing.T) {
 
 	c := &Cache{Dir: t.TempDir()}
 	ctx := context.Background()
-	got, err := c.Resolve(ctx, "file://"+src, "main", "", "")
+	got, err := c.Resolve(ctx, Remote{URL: "file://" + src}, "main", "")
 	require.NoError(t, err)
 	require.Equal(t, first, got)
 
-	tagged, err := c.Resolve(ctx, "file://"+src, "", "v1", "")
+	tagged, err := c.Resolve(ctx, Remote{URL: "file://" + src}, "", "v1")
 	require.NoError(t, err)
 	require.Equal(t, first, tagged, "an annotated tag resolves to its commit")
 
-	dir, err := c.Checkout(ctx, "file://"+src, first, "")
+	dir, err := c.Checkout(ctx, Remote{URL: "file://" + src}, first)
 	require.NoError(t, err)
 	data, err := os.ReadFile(filepath.Join(dir, "a.txt"))
 	require.NoError(t, err)
@@ -50,15 +50,15 @@ func TestResolveAndCheckoutFollowTheBranch(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(src, "a.txt"), []byte("two"), 0o644))
 	runGit(t, src, "commit", "-q", "-am", "two")
 	second := runGit(t, src, "rev-parse", "HEAD")
-	got, err = c.Resolve(ctx, "file://"+src, "main", "", "")
+	got, err = c.Resolve(ctx, Remote{URL: "file://" + src}, "main", "")
 	require.NoError(t, err)
 	require.Equal(t, second, got)
 
-	again, err := c.Checkout(ctx, "file://"+src, first, "")
+	again, err := c.Checkout(ctx, Remote{URL: "file://" + src}, first)
 	require.NoError(t, err)
 	require.Equal(t, dir, again, "a cached commit is not cloned again")
 
-	_, err = c.Resolve(ctx, "file://"+src, "nope", "", "")
+	_, err = c.Resolve(ctx, Remote{URL: "file://" + src}, "nope", "")
 	require.ErrorContains(t, err, `branch "nope" not found`)
 	var nf *NotFoundError
 	require.ErrorAs(t, err, &nf, "callers still tell a missing branch from a git failure")

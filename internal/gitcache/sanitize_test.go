@@ -63,15 +63,15 @@ func TestGitErrorsNeverShowTheURLsCredentials(t *testing.T) {
 		"ssh://git:PASSWORD@" + closedPort(t) + "/org/repo.git",
 		"https://user:PASS/WORD@127.0.0.1/org/repo.git",
 	} {
-		_, err := c.Resolve(ctx, repo, "main", "", "")
+		_, err := c.Resolve(ctx, Remote{URL: repo}, "main", "")
 		requireNoSecret(t, err, "PASSWORD", "PASS/", "QUERYTOKEN", "FRAGMENT", "TOKENUSER", "private_token")
-		_, err = c.Checkout(ctx, repo, sha, "")
+		_, err = c.Checkout(ctx, Remote{URL: repo}, sha)
 		requireNoSecret(t, err, "PASSWORD", "PASS/", "QUERYTOKEN", "FRAGMENT", "TOKENUSER", "private_token")
 	}
 
 	canceled, cancel := context.WithCancel(ctx)
 	cancel()
-	_, err := c.Resolve(canceled, "http://"+closedPort(t)+"/org/repo.git?private_token=QUERYTOKEN", "main", "", "")
+	_, err := c.Resolve(canceled, Remote{URL: "http://" + closedPort(t) + "/org/repo.git?private_token=QUERYTOKEN"}, "main", "")
 	requireNoSecret(t, err, "QUERYTOKEN")
 	require.ErrorIs(t, err, context.Canceled, "a cleaned error is still recognisable")
 }
