@@ -12,6 +12,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/repo"
+	"oras.land/oras-go/v2/registry/remote/auth"
 
 	"github.com/flotilla-gitops/flotilla/api"
 )
@@ -46,9 +47,13 @@ type Fetcher struct {
 	clients  map[string]*http.Client
 	indexes  map[string]*indexMemo
 	archives map[string]*archiveMemo
-	verified map[string]bool
-	files    *filesLRU
-	flights  singleflight.Group
+	tags     map[string]*tagsMemo
+	// ociClients hold, per registry and credentials, the scheme a registry asked for (basic or token) and
+	// its tokens, so that only the first request of a repository is challenged.
+	ociClients map[string]*auth.Client
+	verified   map[string]bool
+	files      *filesLRU
+	flights    singleflight.Group
 	// now is the clock of the memos (tests move it).
 	now func() time.Time
 }
@@ -70,6 +75,8 @@ func (f *Fetcher) init() {
 		f.clients = map[string]*http.Client{}
 		f.indexes = map[string]*indexMemo{}
 		f.archives = map[string]*archiveMemo{}
+		f.tags = map[string]*tagsMemo{}
+		f.ociClients = map[string]*auth.Client{}
 		f.verified = map[string]bool{}
 		mem := f.MemoryBytes
 		if mem <= 0 {

@@ -39,6 +39,10 @@ func (s Source) Key() string {
 // String names the source as an error message starts: the field and the URL it comes from.
 func (s Source) String() string {
 	if s.Repo != "" {
+		if schemeOf(s.Repo) == "oci" && s.Chart != "" && path.Base(strings.TrimSuffix(s.Repo, "/")) != s.Chart {
+			// The chart's name is part of the reference the registry is asked about.
+			return "helm.repo " + redact(s.Repo) + ", helm.chart " + s.Chart
+		}
 		return "helm.repo " + redact(s.Repo)
 	}
 	return "helm.chart " + redact(s.Chart)

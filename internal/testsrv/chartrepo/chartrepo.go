@@ -59,6 +59,7 @@ type Server struct {
 	gets      map[string]int
 	failWith  int
 	published map[string]Published
+	conns     map[net.Conn]bool
 }
 
 // Published is one chart archive the server holds.
@@ -76,7 +77,7 @@ func Start(o Options) (*Server, error) {
 	if o.Log == nil {
 		o.Log = zap.NewNop()
 	}
-	s := &Server{o: o, gets: map[string]int{}, published: map[string]Published{}}
+	s := &Server{o: o, gets: map[string]int{}, published: map[string]Published{}, conns: map[net.Conn]bool{}}
 	if s.o.Dir == "" {
 		dir, err := os.MkdirTemp("", "chartrepo")
 		if err != nil {
@@ -106,7 +107,7 @@ func Start(o Options) (*Server, error) {
 	s.addr = l.Addr().String()
 	s.URL = "https://" + s.addr
 	s.srv = &http.Server{Handler: http.HandlerFunc(s.serve), TLSConfig: tlsConfig, ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: zap.NewStdLog(o.Log.Named("chartrepo-http"))}
+		ErrorLog: zap.NewStdLog(o.Log.Named("chartrepo-http")), ConnState: s.track}
 	if err := s.writeIndex(); err != nil {
 		l.Close()
 		return nil, err
@@ -129,7 +130,8 @@ func (s *Server) Close() error {
 	return err
 }
 
-// Down closes the listener, so that connections are refused (a repository that is down) until Up.
+// Down closes the listener and every open connection, so that requests fail (a repository that is down:
+// connection refused) until Up.
 func (s *Server) Down() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -138,7 +140,21 @@ func (s *Server) Down() error {
 	}
 	err := s.listener.Close()
 	s.listener = nil
+	for c := range s.conns {
+		_ = c.Close()
+	}
 	return err
+}
+
+func (s *Server) track(c net.Conn, state http.ConnState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch state {
+	case http.StateNew:
+		s.conns[c] = true
+	case http.StateClosed, http.StateHijacked:
+		delete(s.conns, c)
+	}
 }
 
 // Up listens again on the same address after Down.
