@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -150,6 +151,15 @@ func (f *Fetcher) resolve(ctx context.Context, s Source, creds Credentials, opts
 	if err != nil {
 		return api.ChartLock{}, err
 	}
+	if !opts.DisableDependencyUpdate {
+		c, err := f.load(ctx, lock, creds)
+		if err != nil {
+			return api.ChartLock{}, err
+		}
+		if lock.Dependencies, err = f.LockDependencies(ctx, c, creds, nil); err != nil {
+			return api.ChartLock{}, err
+		}
+	}
 	return lock, nil
 }
 
@@ -194,7 +204,7 @@ func (f *Fetcher) resolveIndex(ctx context.Context, name, repoURL, chartName, wa
 	}
 	cv, err := entry(index, chartName, want)
 	if err != nil {
-		return api.ChartLock{}, &SourceError{Source: name, URL: repoURL + "/index.yaml", Err: err}
+		return api.ChartLock{}, &SourceError{Source: name, Op: "chart " + strconv.Quote(chartName), URL: repoURL + "/index.yaml", Err: err}
 	}
 	archiveURL, err := repo.ResolveReferenceURL(repoURL, cv.URLs[0])
 	if err == nil {
@@ -277,6 +287,9 @@ func (f *Fetcher) Load(ctx context.Context, lock api.ChartLock, creds Credential
 	}
 	c, err := f.load(ctx, lock, creds)
 	if err != nil {
+		return nil, err
+	}
+	if err := f.AddDependencies(ctx, c, lock.Dependencies, creds, nil); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -101,7 +101,7 @@ func entry(index *repo.IndexFile, chart, want string) (*repo.ChartVersion, error
 		if len(names) > 10 {
 			names = append(names[:10], fmt.Sprintf("and %d more", len(names)-10))
 		}
-		return nil, fmt.Errorf("chart %q is not in index.yaml (charts: %s)", chart, strings.Join(names, ", "))
+		return nil, fmt.Errorf("not in index.yaml (charts: %s)", strings.Join(names, ", "))
 	}
 	byVersion := make(map[string]*repo.ChartVersion, len(versions))
 	raw := make([]string, len(versions))
@@ -111,11 +111,11 @@ func entry(index *repo.IndexFile, chart, want string) (*repo.ChartVersion, error
 	}
 	picked, err := pickVersion(raw, want)
 	if err != nil {
-		return nil, fmt.Errorf("chart %q: %w", chart, err)
+		return nil, err
 	}
 	v := byVersion[picked]
 	if len(v.URLs) == 0 {
-		return nil, fmt.Errorf("chart %q version %s has no URL in index.yaml", chart, picked)
+		return nil, fmt.Errorf("version %s has no URL in index.yaml", picked)
 	}
 	return v, nil
 }

@@ -117,7 +117,9 @@ func TestOCI(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "1.2.0", c.Metadata.Version)
 
-		_, err = f.Load(ctx, other, cr)
+		// A Fetcher of its own: one that still holds a connection to the stopped registry would see it
+		// closed (EOF) rather than refused.
+		_, err = (&Fetcher{Dir: t.TempDir()}).Load(ctx, other, cr)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), fmt.Sprintf("chart %s/web:1.0.0: GET blob %s: ", base, pushed["1.0.0"].Digest))
 		assert.Contains(t, err.Error(), "connection refused")

@@ -108,7 +108,7 @@ func Start(o Options) (*Server, error) {
 	s.URL = "https://" + s.addr
 	s.srv = &http.Server{Handler: http.HandlerFunc(s.serve), TLSConfig: tlsConfig, ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: zap.NewStdLog(o.Log.Named("chartrepo-http")), ConnState: s.track}
-	if err := s.writeIndex(); err != nil {
+	if _, err := s.writeIndex(); err != nil {
 		l.Close()
 		return nil, err
 	}
@@ -211,7 +211,15 @@ func (s *Server) Publish(c *chart.Chart) (Published, error) {
 	sum := sha256.Sum256(data)
 	p := Published{Name: c.Name(), Version: c.Metadata.Version, Path: "/" + name, Digest: "sha256:" + hex.EncodeToString(sum[:]), Data: data}
 	s.published[p.Path] = p
-	return p, s.writeIndex()
+	index, err := s.writeIndex()
+	if err != nil {
+		return Published{}, err
+	}
+	if !index.Has(p.Name, p.Version) {
+		// IndexDirectory skips an archive it cannot load, without a word.
+		return Published{}, fmt.Errorf("%s-%s was packaged but not indexed", p.Name, p.Version)
+	}
+	return p, nil
 }
 
 // PutFile serves data at /name, outside the index (IndexDirectory skips what is not a chart): a file a
@@ -231,21 +239,21 @@ func (s *Server) Published(path string) (Published, bool) {
 }
 
 // writeIndex regenerates index.yaml from the archives in the directory; s.mu is held or not yet shared.
-func (s *Server) writeIndex() error {
+func (s *Server) writeIndex() (*repo.IndexFile, error) {
 	base := ""
 	if s.o.AbsoluteURLs {
 		base = s.URL
 	}
 	index, err := repo.IndexDirectory(s.o.Dir, base)
 	if err != nil {
-		return fmt.Errorf("indexing %s: %w", s.o.Dir, err)
+		return nil, fmt.Errorf("indexing %s: %w", s.o.Dir, err)
 	}
 	index.SortEntries()
 	tmp := filepath.Join(s.o.Dir, ".index.yaml.tmp")
 	if err := index.WriteFile(tmp, 0o644); err != nil {
-		return err
+		return nil, err
 	}
-	return os.Rename(tmp, filepath.Join(s.o.Dir, "index.yaml"))
+	return index, os.Rename(tmp, filepath.Join(s.o.Dir, "index.yaml"))
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {

@@ -10,18 +10,19 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 )
 
-// New is a chart named name at version with one ConfigMap template (named after the release, holding the
-// chart's version and the value `message`) and, when given, Chart.yaml dependencies.
+// New is a chart named name at version with one ConfigMap template, <release>-<chart name> (an alias
+// when it is a subchart with one), holding the chart's version and the value `message`; and, when given,
+// Chart.yaml dependencies.
 func New(name, version string, deps ...*chart.Dependency) *chart.Chart {
-	tmpl := fmt.Sprintf(`apiVersion: v1
+	const tmpl = `apiVersion: v1
 kind: ConfigMap
 metadata:
-  name: {{ .Release.Name }}-%s
+  name: {{ .Release.Name }}-{{ .Chart.Name }}
 data:
-  chart: %s
+  chart: {{ .Chart.Name | quote }}
   version: {{ .Chart.Version | quote }}
   message: {{ .Values.message | quote }}
-`, name, name)
+`
 	return &chart.Chart{
 		Metadata: &chart.Metadata{APIVersion: chart.APIVersionV2, Name: name, Version: version, Type: "application",
 			Dependencies: deps},
