@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the third-party binaries Flotilla runs (Temporal dev server, etcd, Kubernetes control plane, kwok)
+# Builds the third-party binaries Flotilla runs (Temporal dev server, etcd, Kubernetes control plane, kwok,
+# the CNCF distribution registry that serves OCI charts in tests)
 # from the Go module proxy into a version-keyed cache outside the checkout, then links them into bin/.
 # A tool whose cached binary already exists is not rebuilt, so a clean clone on a warm machine costs seconds.
 set -euo pipefail
@@ -12,6 +13,7 @@ K8S_VERSION=v1.34.4
 ETCD_VERSION=v3.6.5
 KWOK_VERSION=v0.7.0
 WORKFLOWCHECK_VERSION=v0.6.0
+REGISTRY_VERSION=v3.1.2 # keep in step with hack/tools/registry/go.mod
 
 export CGO_ENABLED=0
 ldflags="-s -w"
@@ -60,6 +62,16 @@ build_etcd() {
   link etcd "$d/etcd"
 }
 
+build_registry() {
+  local d="$cache/registry-$REGISTRY_VERSION"
+  if [ ! -x "$d/registry" ]; then
+    echo "building registry $REGISTRY_VERSION" >&2
+    mkdir -p "$d.tmp" && (cd "$root/hack/tools/registry" && go build -trimpath -ldflags "$ldflags" -o "$d.tmp/registry" github.com/distribution/distribution/v3/cmd/registry)
+    rm -rf "$d" && mv "$d.tmp" "$d"
+  fi
+  link registry "$d/registry"
+}
+
 build_k8s() {
   local d="$cache/kubernetes-$K8S_VERSION" cmds="kube-apiserver kube-controller-manager kube-scheduler"
   local missing=0 c
@@ -81,7 +93,7 @@ build_k8s() {
   for c in $cmds; do link "$c" "$d/$c"; done
 }
 
-want=${*:-temporal etcd kubernetes kwok workflowcheck}
+want=${*:-temporal etcd kubernetes kwok workflowcheck registry}
 for t in $want; do
   case $t in
     temporal) build_temporal ;;
@@ -89,6 +101,7 @@ for t in $want; do
     kubernetes) build_k8s ;;
     kwok) build_kwok ;;
     workflowcheck) build_workflowcheck ;;
+    registry) build_registry ;;
     *) echo "unknown tool $t" >&2; exit 2 ;;
   esac
 done

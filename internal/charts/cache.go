@@ -1,0 +1,179 @@
+package charts
+
+import (
+	"bytes"
+	"container/list"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"helm.sh/helm/v3/pkg/chart/loader"
+)
+
+// Archives are kept on disk by digest, <Dir>/sha256/<hex>.tgz, so they outlive the process; their
+// expanded files are also kept in memory, so that a render on a cache hit neither reads nor hashes nor
+// decompresses anything: it only parses (each caller gets a chart of its own, as Helm mutates charts).
+
+// parseDigest checks a "sha256:<hex>" digest and returns the hex.
+func parseDigest(d string) (string, error) {
+	hexPart, ok := strings.CutPrefix(d, "sha256:")
+	if !ok || len(hexPart) != 64 {
+		return "", fmt.Errorf("digest %q is not sha256:<64 hex digits>", d)
+	}
+	if _, err := hex.DecodeString(hexPart); err != nil {
+		return "", fmt.Errorf("digest %q is not sha256:<64 hex digits>", d)
+	}
+	return strings.ToLower(hexPart), nil
+}
+
+func digestOf(data []byte) string {
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+func (f *Fetcher) archivePath(hexDigest string) string {
+	return filepath.Join(f.Dir, "sha256", hexDigest+".tgz")
+}
+
+// cached is the archive of digest from disk, hashed on its first read by this process: a file that does
+// not hash to its name (a torn or tampered write) is removed and reported missing.
+func (f *Fetcher) cached(digest string) ([]byte, bool) {
+	hexDigest, err := parseDigest(digest)
+	if err != nil || f.Dir == "" {
+		return nil, false
+	}
+	p := f.archivePath(hexDigest)
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return nil, false
+	}
+	f.mu.Lock()
+	verified := f.verified[hexDigest]
+	f.mu.Unlock()
+	if !verified {
+		if digestOf(data) != "sha256:"+hexDigest {
+			_ = os.Remove(p)
+			return nil, false
+		}
+		f.mu.Lock()
+		f.verified[hexDigest] = true
+		f.mu.Unlock()
+	}
+	return data, true
+}
+
+// hasCached reports whether the archive of digest is on disk and sound, without keeping it.
+func (f *Fetcher) hasCached(digest string) bool {
+	_, ok := f.cached(digest)
+	return ok
+}
+
+// store writes an archive whose digest the caller computed: to a temporary file renamed into place, so
+// a reader never sees half an archive.
+func (f *Fetcher) store(digest string, data []byte) error {
+	hexDigest, err := parseDigest(digest)
+	if err != nil {
+		return err
+	}
+	if f.Dir == "" {
+		return errors.New("charts: the Fetcher has no cache directory")
+	}
+	dir := filepath.Join(f.Dir, "sha256")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("chart cache: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, ".download-*")
+	if err != nil {
+		return fmt.Errorf("chart cache: %w", err)
+	}
+	_, werr := tmp.Write(data)
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("chart cache: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), f.archivePath(hexDigest)); err != nil {
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("chart cache: %w", err)
+	}
+	f.mu.Lock()
+	f.verified[hexDigest] = true
+	f.mu.Unlock()
+	return nil
+}
+
+// expand checks that data is a chart archive (Helm's own checks on paths and sizes) and returns its files.
+func expand(data []byte) ([]*loader.BufferedFile, error) {
+	files, err := loader.LoadArchiveFiles(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("not a chart archive: %v", err)
+	}
+	hasChart := false
+	for _, f := range files {
+		if f.Name == "Chart.yaml" {
+			hasChart = true
+			break
+		}
+	}
+	if !hasChart {
+		return nil, errors.New("not a chart archive: no Chart.yaml at its top")
+	}
+	return files, nil
+}
+
+// filesLRU keeps the expanded files of the archives used last, up to a number of bytes. The files are
+// shared by every chart parsed from them: nothing in Helm writes into a file's bytes.
+type filesLRU struct {
+	mu    sync.Mutex
+	max   int64
+	size  int64
+	order *list.List // of *lruItem, most recent first
+	items map[string]*list.Element
+}
+
+type lruItem struct {
+	digest string
+	files  []*loader.BufferedFile
+	size   int64
+}
+
+func newFilesLRU(max int64) *filesLRU {
+	return &filesLRU{max: max, order: list.New(), items: map[string]*list.Element{}}
+}
+
+func (l *filesLRU) get(digest string) ([]*loader.BufferedFile, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.items[digest]
+	if !ok {
+		return nil, false
+	}
+	l.order.MoveToFront(e)
+	return e.Value.(*lruItem).files, true
+}
+
+func (l *filesLRU) put(digest string, files []*loader.BufferedFile) {
+	var size int64
+	for _, f := range files {
+		size += int64(len(f.Data) + len(f.Name))
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.items[digest]; ok || size > l.max {
+		return
+	}
+	l.items[digest] = l.order.PushFront(&lruItem{digest: digest, files: files, size: size})
+	l.size += size
+	for l.size > l.max {
+		last := l.order.Back()
+		item := last.Value.(*lruItem)
+		l.order.Remove(last)
+		delete(l.items, item.digest)
+		l.size -= item.size
+	}
+}
