@@ -22,6 +22,8 @@ import (
 	"github.com/flotilla-gitops/flotilla/fleet/plan"
 	"github.com/flotilla-gitops/flotilla/fleet/target"
 	"github.com/flotilla-gitops/flotilla/internal/chartcheck"
+	"github.com/flotilla-gitops/flotilla/internal/chartload"
+	"github.com/flotilla-gitops/flotilla/internal/charts"
 	"github.com/flotilla-gitops/flotilla/internal/gitcache"
 	"github.com/flotilla-gitops/flotilla/internal/parallel"
 	"github.com/flotilla-gitops/flotilla/inventory"
@@ -43,6 +45,10 @@ type Activities struct {
 	// ChartCheck renders a chart's templates in a bounded child process before Helm renders them in this
 	// one; nil checks nothing (tests that call activities in-process).
 	ChartCheck *chartcheck.Checker
+	// Charts fetches remote charts and chart dependencies into the worker's cache; nil refuses them.
+	Charts *charts.Fetcher
+	// HelmCreds resolves helmSecretName; nil knows none.
+	HelmCreds chartload.Secrets
 
 	renders   renderCache
 	inventory inventoryCache
@@ -104,6 +110,7 @@ func (a *Activities) Plan(ctx context.Context, in api.PlanInput) (api.Plan, erro
 			p.Unloaded = append(p.Unloaded, i)
 		}
 	}
+	infos := map[string]fleet.ClusterInfo{}
 	for _, c := range inv.Clusters {
 		if _, leaving := inv.LeavingCluster(c.Metadata.Namespace, c.Metadata.Name); leaving {
 			continue // no GitRepo targets a cluster on its way out (ADR 16)
@@ -113,9 +120,11 @@ func (a *Activities) Plan(ctx context.Context, in api.PlanInput) (api.Plan, erro
 			Bundles: plan.For(bundles, in.Key().Namespace, info)}
 		if len(pc.Bundles) > 0 {
 			p.Clusters = append(p.Clusters, pc)
+			infos[pc.Name] = info
 		}
 	}
 	sort.Slice(p.Clusters, func(i, j int) bool { return p.Clusters[i].Name < p.Clusters[j].Name })
+	a.lockCharts(ctx, dir, bundles, p.Bundles, p.Clusters, infos, in)
 	return p, nil
 }
 

@@ -47,6 +47,9 @@ func (a *Activities) observeBundle(ctx context.Context, h *clusterHandle, t api.
 	}
 	o.ReleaseName, o.Namespace, o.Deploy, o.DesiredID = rel.Name, rel.Namespace, rel.Deploy, rel.DeploymentID
 	o.CorrectDrift, o.Paused, o.SyncGeneration = rel.Options.CorrectDrift, rel.Paused, rel.SyncGeneration
+	if rc := rel.RemoteChart; rc != nil {
+		o.ChartVersion, o.ChartDigest = rc.Version, rc.Digest
+	}
 	var st agentclient.ReleaseState
 	var objs []agentclient.ObjectStatus
 	if resources {

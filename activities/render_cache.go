@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -12,6 +13,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/fleet/bundle"
 	"github.com/flotilla-gitops/flotilla/fleet/render"
 	"github.com/flotilla-gitops/flotilla/fleet/tmpl"
+	"github.com/flotilla-gitops/flotilla/internal/chartload"
 )
 
 // renderCache keeps the last rendering of each (commit, bundle, cluster entry): idle checks render once,
@@ -35,9 +37,10 @@ const renderCacheSize = 4096
 
 // render renders a bundle for a cluster. forApply asks for the chart and values too; otherwise the result
 // may come from the cache without them.
-func (a *Activities) render(h *clusterHandle, t api.ClusterTarget, ref api.BundleRef, forApply bool) (*render.Release, error) {
+func (a *Activities) render(ctx context.Context, h *clusterHandle, t api.ClusterTarget, ref api.BundleRef, forApply bool) (*render.Release, error) {
 	key := strings.Join([]string{h.dir, ref.Path, ref.Name, t.GitRepo, h.info.Name, h.digest, h.info.ConfineToNamespace,
-		t.Options.TargetNamespace, fmt.Sprint(t.Options.KeepResources, t.Options.ForceSyncGeneration), t.Namespace}, "\x00")
+		t.Options.TargetNamespace, fmt.Sprint(t.Options.KeepResources, t.Options.ForceSyncGeneration), t.Namespace,
+		chartKey(t, ref.Charts)}, "\x00")
 	c := &a.renders
 	c.mu.Lock()
 	if e, ok := c.entries[key]; ok && (e.full || !forApply) {
@@ -59,6 +62,8 @@ func (a *Activities) render(h *clusterHandle, t api.ClusterTarget, ref api.Bundl
 		RepoRoot: h.dir, Bundle: b, Cluster: h.info, GitRepo: t.GitRepo, Commit: t.Commit,
 		TargetNamespace: t.Options.TargetNamespace, KeepResources: t.Options.KeepResources, CorrectDrift: t.Options.CorrectDrift,
 		ForceSyncGeneration: t.Options.ForceSyncGeneration, GitRepoNamespace: t.Namespace,
+		Charts:     a.chartLoader(ctx, t.ChartAccess, chartload.TLS{CABundle: t.CABundle, InsecureSkipTLSVerify: t.InsecureSkipTLSVerify}),
+		ChartLocks: ref.Charts,
 	})
 	if err != nil {
 		return nil, err

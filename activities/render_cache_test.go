@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -16,20 +17,20 @@ import (
 func TestRenderCacheKeepsTheChartForOneApplyOnly(t *testing.T) {
 	a, h, target, ref := oneBundleRepo(t)
 
-	checked, err := a.render(h, target, ref, false)
+	checked, err := a.render(context.Background(), h, target, ref, false)
 	require.NoError(t, err)
 	require.NotNil(t, checked.Chart, "a check's rendering keeps its chart for the apply that may follow")
 
-	applied, err := a.render(h, target, ref, true)
+	applied, err := a.render(context.Background(), h, target, ref, true)
 	require.NoError(t, err)
 	require.Same(t, checked, applied, "the apply uses the check's rendering instead of rendering again")
 
-	next, err := a.render(h, target, ref, false)
+	next, err := a.render(context.Background(), h, target, ref, false)
 	require.NoError(t, err)
 	require.Nil(t, next.Chart, "after the apply only what checks need is kept")
 	require.Equal(t, checked.DeploymentID, next.DeploymentID)
 
-	again, err := a.render(h, target, ref, true)
+	again, err := a.render(context.Background(), h, target, ref, true)
 	require.NoError(t, err)
 	require.NotNil(t, again.Chart, "a later apply renders afresh")
 	require.Equal(t, checked.DeploymentID, again.DeploymentID)
@@ -39,11 +40,11 @@ func TestRenderCacheKeepsTheChartForOneApplyOnly(t *testing.T) {
 func TestRenderCacheDropsAnUnusedChartAtTheNextCheck(t *testing.T) {
 	a, h, target, ref := oneBundleRepo(t)
 
-	_, err := a.render(h, target, ref, false)
+	_, err := a.render(context.Background(), h, target, ref, false)
 	require.NoError(t, err)
-	_, err = a.render(h, target, ref, false)
+	_, err = a.render(context.Background(), h, target, ref, false)
 	require.NoError(t, err)
-	third, err := a.render(h, target, ref, false)
+	third, err := a.render(context.Background(), h, target, ref, false)
 	require.NoError(t, err)
 	require.Nil(t, third.Chart)
 }

@@ -21,7 +21,7 @@ import (
 // A source that cannot be read is the bundle's error (a *render.ValuesFromError); only a lost cluster is
 // the cluster's, returned as unreachable.
 func (a *Activities) renderOn(ctx context.Context, h *clusterHandle, t api.ClusterTarget, ref api.BundleRef, forApply bool) (rel *render.Release, unreachable, err error) {
-	rel, err = a.render(h, t, ref, forApply)
+	rel, err = a.render(ctx, h, t, ref, forApply)
 	if err != nil || !rel.Deploy || len(rel.ValuesFrom) == 0 {
 		return rel, nil, err
 	}

@@ -70,6 +70,8 @@ type PlanInput struct {
 	// CABundle and InsecureSkipTLSVerify are the GitRepo's TLS settings, as in PollInput.
 	CABundle              []byte `json:"caBundle,omitempty"`
 	InsecureSkipTLSVerify bool   `json:"insecureSkipTLSVerify,omitempty"`
+	// ChartAccess says how the bundles' remote charts are fetched when the plan resolves them.
+	ChartAccess *ChartAccess `json:"chartAccess,omitempty"`
 }
 
 // Key is the GitRepo that plans.
@@ -125,6 +127,26 @@ type ClusterTarget struct {
 	// the commit checked out clones it.
 	CABundle              []byte `json:"caBundle,omitempty"`
 	InsecureSkipTLSVerify bool   `json:"insecureSkipTLSVerify,omitempty"`
+	// ChartAccess says how the bundles' remote charts are fetched (besides CABundle and
+	// InsecureSkipTLSVerify, which apply to them too, as in Fleet).
+	ChartAccess *ChartAccess `json:"chartAccess,omitempty"`
+}
+
+// ChartAccessOf is how a GitRepo's remote charts are fetched, nil when its spec says nothing of it.
+func ChartAccessOf(s fleet.GitRepoSpec) *ChartAccess {
+	if s.HelmSecretName == "" && s.HelmRepoURLRegex == "" {
+		return nil
+	}
+	return &ChartAccess{SecretName: s.HelmSecretName, URLRegex: s.HelmRepoURLRegex}
+}
+
+// ChartAccess is how a GitRepo's remote charts and chart dependencies are fetched: the name of the
+// credentials the worker's store holds for them (never their content), and the URLs those may be sent to.
+type ChartAccess struct {
+	// SecretName is the GitRepo's helmSecretName.
+	SecretName string `json:"secretName,omitempty"`
+	// URLRegex is the GitRepo's helmRepoURLRegex: when set, only chart URLs it matches get the credentials.
+	URLRegex string `json:"urlRegex,omitempty"`
 }
 
 // Key is the GitRepo the target is of.
@@ -164,6 +186,9 @@ type BundleObservation struct {
 	Paused bool `json:"paused,omitempty"`
 	// SyncGeneration is the GitRepo forceSyncGeneration the desired state carries.
 	SyncGeneration int64 `json:"syncGeneration,omitempty"`
+	// ChartVersion and ChartDigest are the remote chart the desired state deploys, as the plan resolved it.
+	ChartVersion string `json:"chartVersion,omitempty"`
+	ChartDigest  string `json:"chartDigest,omitempty"`
 }
 
 // ReleaseInfo is the latest Helm revision of a bundle's release.

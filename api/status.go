@@ -108,6 +108,10 @@ type BundleStatus struct {
 	ResourceCounts ResourceCounts `json:"resourceCounts"`
 	Release        string         `json:"release,omitempty"`
 	Revision       int            `json:"revision,omitempty"`
+	// ChartVersion and ChartDigest name the remote chart (helm.repo, a chart URL, oci://) this cluster
+	// deploys, as the GitRepo's last poll resolved it.
+	ChartVersion string `json:"chartVersion,omitempty"`
+	ChartDigest  string `json:"chartDigest,omitempty"`
 }
 
 // Summary counts (bundle, cluster) pairs by state, with Fleet's names.

@@ -24,10 +24,10 @@ spec:
 	require.Len(t, docs, 1)
 }
 
-// A GitRepo key Flotilla does not know (Fleet's helmSecretName, say) is an error naming the key, not silence.
+// A GitRepo key Flotilla does not know (Fleet's helmSecretNameForPaths, say) is an error naming the key, not silence.
 func TestApplyRefusesUnknownGitRepoKeysByName(t *testing.T) {
-	_, err := parseDocuments("repo.yaml", []byte("kind: GitRepo\nmetadata: {name: web}\nspec: {repo: https://example.com/web.git, helmSecretName: s}\n"))
-	require.ErrorContains(t, err, `(GitRepo "web"): error unmarshaling JSON: while decoding JSON: json: unknown field "helmSecretName"`)
+	_, err := parseDocuments("repo.yaml", []byte("kind: GitRepo\nmetadata: {name: web}\nspec: {repo: https://example.com/web.git, helmSecretNameForPaths: s}\n"))
+	require.ErrorContains(t, err, `(GitRepo "web"): error unmarshaling JSON: while decoding JSON: json: unknown field "helmSecretNameForPaths"`)
 }
 
 // caBundle is Fleet's: the PEM text, base64-encoded in the YAML; insecureSkipTLSVerify is a bool.

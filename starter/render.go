@@ -17,6 +17,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/fleet/bundle"
 	"github.com/flotilla-gitops/flotilla/fleet/render"
+	"github.com/flotilla-gitops/flotilla/internal/chartload"
 	"github.com/flotilla-gitops/flotilla/fleet/target"
 )
 
@@ -159,7 +160,8 @@ func renderFolder(cmd *cobra.Command, f *renderFlags, namespace, dir string) err
 			res.Bundles = append(res.Bundles, bundleResult{Bundle: ref.Name, Path: ref.Path, Skipped: "its fleet.yaml overrideTargets do not target this cluster"})
 			continue
 		}
-		res.Bundles = append(res.Bundles, renderBundle(render.Input{RepoRoot: root, Bundle: b, Cluster: info, GitRepo: name}, false))
+		res.Bundles = append(res.Bundles, renderBundle(render.Input{RepoRoot: root, Bundle: b, Cluster: info, GitRepo: name,
+			Charts: chartLoader(cmd.Context(), nil, chartload.TLS{}, nil)}, false))
 	}
 	if err := writeResults(cmd.OutOrStdout(), f.output, []clusterResult{res}, false); err != nil {
 		return err
@@ -209,8 +211,10 @@ type bundleResult struct {
 	// ValuesFrom names the cluster's ConfigMap and Secret keys (helm.valuesFrom) whose values the worker
 	// merges over these when it checks and applies the bundle. A preview reads no cluster, as `fleet test`
 	// reads none: the objects are rendered without them.
-	ValuesFrom []string         `json:"valuesFrom,omitempty"`
-	Objects    []map[string]any `json:"objects,omitempty"`
+	ValuesFrom []string `json:"valuesFrom,omitempty"`
+	// Chart is the remote chart (helm.repo, a chart URL, oci://) resolved for this preview.
+	Chart   *chartInfo       `json:"chart,omitempty"`
+	Objects []map[string]any `json:"objects,omitempty"`
 	manifest   []byte
 }
 
@@ -259,6 +263,7 @@ func renderBundle(in render.Input, gitRepoPaused bool) bundleResult {
 	}
 	out.Release, out.Namespace, out.Customization = rel.Name, rel.Namespace, rel.Customization
 	out.Options = optionsOf(rel, gitRepoPaused)
+	out.Chart = chartOf(rel)
 	for _, src := range rel.ValuesFrom {
 		out.ValuesFrom = append(out.ValuesFrom, src.String())
 	}
@@ -328,6 +333,9 @@ func writeResults(w io.Writer, format string, results []clusterResult, clusterHe
 			buf.WriteString("\n")
 			if b.Options != nil {
 				fmt.Fprintf(&buf, "# Options: %s\n", b.Options)
+			}
+			if b.Chart != nil {
+				fmt.Fprintf(&buf, "# Chart: %s version %s (%s)\n", b.Chart.URL, b.Chart.Version, b.Chart.Digest)
 			}
 			if len(b.ValuesFrom) > 0 {
 				fmt.Fprintf(&buf, "# Rendered without the values the cluster holds in valuesFrom %s (read on the cluster when deployed)\n",

@@ -13,6 +13,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/fleet/plan"
 	"github.com/flotilla-gitops/flotilla/fleet/render"
+	"github.com/flotilla-gitops/flotilla/internal/chartload"
 	"github.com/flotilla-gitops/flotilla/internal/credentials"
 	"github.com/flotilla-gitops/flotilla/internal/gitcache"
 	"github.com/flotilla-gitops/flotilla/inventory"
@@ -56,6 +57,12 @@ func renderGitRepo(cmd *cobra.Command, g *globals, f *renderFlags) error {
 		fmt.Fprintf(cmd.ErrOrStderr(), "WARN %s\n", w)
 	}
 
+	secrets, err := credentials.LoadFlags(f.credentials, f.gitCredentials)
+	if err != nil {
+		return err
+	}
+	charts := chartLoader(cmd.Context(), api.ChartAccessOf(gr.Spec),
+		chartload.TLS{CABundle: gr.Spec.CABundle, InsecureSkipTLSVerify: gr.Spec.InsecureSkipTLSVerify}, secrets)
 	var results []clusterResult
 	for _, cl := range clusters {
 		info := inv.Info(cl)
@@ -70,6 +77,7 @@ func renderGitRepo(cmd *cobra.Command, g *globals, f *renderFlags) error {
 				RepoRoot: dir, Bundle: b.Bundle, Cluster: info, GitRepo: gr.Metadata.Name, Commit: commit,
 				TargetNamespace: gr.Spec.TargetNamespace, KeepResources: gr.Spec.KeepResources, CorrectDrift: gr.Spec.CorrectDrift,
 				ForceSyncGeneration: gr.Spec.ForceSyncGeneration, GitRepoNamespace: key.PayloadNamespace(),
+				Charts: charts,
 			}, gr.Spec.Paused))
 		}
 		if len(res.Bundles) > 0 {

@@ -12,6 +12,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/internal/chartcheck"
 	"github.com/flotilla-gitops/flotilla/internal/credentials"
+	"github.com/flotilla-gitops/flotilla/internal/charts"
 	"github.com/flotilla-gitops/flotilla/internal/gitcache"
 	"github.com/flotilla-gitops/flotilla/internal/searchattr"
 	"github.com/flotilla-gitops/flotilla/internal/workeropts"
@@ -105,6 +107,9 @@ func run() error {
 		TaskQueue:  cfg.taskQueue,
 		Log:        log.Named("activities"),
 		ChartCheck: chartcheck.New(self, inv),
+		// Beside the checkouts, which are pruned per repository; archives are kept by digest.
+		Charts:    &charts.Fetcher{Dir: filepath.Join(cfg.cacheDir, "charts")},
+		HelmCreds: creds,
 	}
 	acts.Register(w)
 

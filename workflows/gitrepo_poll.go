@@ -10,7 +10,28 @@ import (
 // planKey covers everything planning depends on besides the commit and the inventory.
 func (g *gitRepoRun) planKey() string {
 	s := g.spec.Spec
-	return hashOf([]any{s.Repo, s.Paths, s.Targets, s.ClientSecretName})
+	parts := []any{s.Repo, s.Paths, s.Targets, s.ClientSecretName}
+	if a := api.ChartAccessOf(s); a != nil {
+		// Only when set, so that the key of every spec from before it existed stays the same.
+		parts = append(parts, *a)
+	}
+	return hashOf(parts)
+}
+
+
+// resolvesCharts says whether a plan pins remote charts or fetched dependencies: what a source resolves
+// to can change without a commit (a new chart version published), so such a plan is made again at every
+// poll; the clusters hear of it only when a lock changed.
+func resolvesCharts(p *api.Plan) bool {
+	if p == nil {
+		return false
+	}
+	for _, b := range p.Bundles {
+		if len(b.Charts) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // poll resolves the commit and re-plans when the commit, the inventory or the spec changed.
@@ -36,7 +57,7 @@ func (g *gitRepoRun) poll(ctx workflow.Context, resync bool) {
 	g.applyLeaving(ctx, res.InventoryGeneration, res.Leaving)
 	key := g.planKey()
 	if g.carry.Plan != nil && res.Commit == g.carry.Commit && res.InventoryGeneration == g.carry.InventoryGeneration &&
-		key == g.carry.PlanKey && !resync {
+		key == g.carry.PlanKey && !resync && !resolvesCharts(g.carry.Plan) {
 		g.carry.Error, g.carry.Held = "", nil
 		return
 	}
@@ -55,7 +76,7 @@ func (g *gitRepoRun) poll(ctx workflow.Context, resync bool) {
 	err = workflow.ExecuteActivity(pctx, api.ActivityPlan, api.PlanInput{
 		GitRepo: g.name(), Repo: s.Repo, Commit: res.Commit, ClientSecretName: s.ClientSecretName,
 		Paths: s.Paths, Targets: s.Targets, Namespace: g.key.PayloadNamespace(),
-		CABundle: s.CABundle, InsecureSkipTLSVerify: s.InsecureSkipTLSVerify,
+		CABundle: s.CABundle, InsecureSkipTLSVerify: s.InsecureSkipTLSVerify, ChartAccess: api.ChartAccessOf(s),
 	}).Get(ctx, &plan)
 	if err != nil {
 		g.carry.Error = fmt.Sprintf("commit %s: %s", api.ShortCommit(res.Commit), errorMessage(err))

@@ -10,7 +10,8 @@ import (
 
 // bundleStatus judges one observed bundle. failure is the last apply error for this desired state, if any.
 func bundleStatus(o api.BundleObservation, failure string) api.BundleStatus {
-	s := api.BundleStatus{Name: o.Bundle, Release: o.ReleaseName, Revision: o.Release.Revision}
+	s := api.BundleStatus{Name: o.Bundle, Release: o.ReleaseName, Revision: o.Release.Revision,
+		ChartVersion: o.ChartVersion, ChartDigest: o.ChartDigest}
 	s.ResourceCounts = o.Resources.Counts
 	switch {
 	case o.Error != "":

@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"path"
 	"strings"
 
 	"helm.sh/helm/v3/pkg/chart"
@@ -90,4 +91,22 @@ func chartSourceName(h *fleet.HelmOptions) string {
 		return fmt.Sprintf("helm.repo %q, helm.chart %q", h.Repo, h.Chart)
 	}
 	return fmt.Sprintf("helm.chart %q", h.Chart)
+}
+
+// LoadRepoChart loads the chart in folder dir of the checkout at root, as a bundle's chart is loaded:
+// every read stays inside the checkout.
+func LoadRepoChart(root, dir string) (*chart.Chart, error) { return loadChart(root, dir, nil) }
+
+// ChartDir is the folder of the checkout holding the chart of a bundle at bundlePath rendered with helm
+// options h, or "" when its chart is remote or it has none.
+func ChartDir(root, bundlePath string, h *fleet.HelmOptions) string {
+	switch {
+	case IsRemoteChart(h):
+		return ""
+	case h != nil && h.Chart != "":
+		return path.Join(bundlePath, h.Chart)
+	case exists(root, path.Join(bundlePath, "Chart.yaml")):
+		return bundlePath
+	}
+	return ""
 }

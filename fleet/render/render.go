@@ -76,6 +76,8 @@ type Release struct {
 	ValuesFrom []ValuesSource
 	// ChartLocks are the remote chart and fetched dependencies the release deploys (version and digest).
 	ChartLocks []api.ChartLock
+	// RemoteChart is the lock of the bundle's chart when it comes from outside the repository.
+	RemoteChart *api.ChartLock
 	// secretStrings are the values taken from valuesFrom Secrets, which Redact keeps out of messages.
 	secretStrings []string
 }
@@ -133,9 +135,8 @@ func ForCluster(in Input) (*Release, error) {
 			return fail(fmt.Errorf("%s: %w", fleetFile(b), err))
 		}
 	}
-	chartDir, remote := "", IsRemoteChart(opts.Helm)
-	switch {
-	case remote:
+	chartDir := ChartDir(in.RepoRoot, b.Path, opts.Helm)
+	if IsRemoteChart(opts.Helm) {
 		if in.Charts == nil {
 			return fail(fmt.Errorf("%s: %s: remote charts are not fetched here", fleetFile(b), chartSourceName(opts.Helm)))
 		}
@@ -143,12 +144,8 @@ func ForCluster(in Input) (*Release, error) {
 		if err != nil {
 			return fail(fmt.Errorf("%s: %w", fleetFile(b), err))
 		}
-		rel.Chart = chart
+		rel.Chart, rel.RemoteChart = chart, &lock
 		rel.setChartLock(lock)
-	case opts.Helm != nil && opts.Helm.Chart != "":
-		chartDir = path.Join(b.Path, opts.Helm.Chart)
-	case exists(in.RepoRoot, path.Join(b.Path, "Chart.yaml")):
-		chartDir = b.Path
 	}
 	var extra []byte
 	kustomizeDir := ""
