@@ -114,7 +114,8 @@ func (f *Fetcher) flight(ctx context.Context, key string, fn func(context.Contex
 // Resolve pins a remote chart source to the archive it names now: its URL, version and digest, and,
 // unless opts.DisableDependencyUpdate, its Chart.yaml dependencies that the archive does not hold. The
 // archive is fetched at most once per digest and kept in the cache, so the Loads that follow hit it.
-// On failure the lock's Error says why and the error is a *SourceError.
+// On failure the lock's Error says why, and errors.As finds a *SourceError in the error (one per failed
+// dependency); a context that ended is still recognisable with errors.Is.
 func (f *Fetcher) Resolve(ctx context.Context, s Source, creds Credentials, opts ResolveOptions) (api.ChartLock, error) {
 	f.init()
 	lock := api.ChartLock{Source: s.Key()}
