@@ -67,8 +67,21 @@ func (f *Fetcher) cached(digest string) ([]byte, bool) {
 	return data, true
 }
 
-// hasCached reports whether the archive of digest is on disk and sound, without keeping it.
+// hasCached reports whether the archive of digest is on disk and sound. Once verified by this process a
+// file is only looked up: Resolve asks at every poll.
 func (f *Fetcher) hasCached(digest string) bool {
+	hexDigest, err := parseDigest(digest)
+	if err != nil || f.Dir == "" {
+		return false
+	}
+	f.mu.Lock()
+	verified := f.verified[hexDigest]
+	f.mu.Unlock()
+	if verified {
+		if _, err := os.Stat(f.archivePath(hexDigest)); err == nil {
+			return true
+		}
+	}
 	_, ok := f.cached(digest)
 	return ok
 }

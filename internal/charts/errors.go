@@ -25,12 +25,12 @@ type SourceError struct {
 
 func (e *SourceError) Error() string {
 	var b strings.Builder
-	b.WriteString(e.Source)
-	if e.Op != "" {
-		b.WriteString(": ")
-		b.WriteString(e.Op)
+	for _, part := range []string{e.Source, e.Op} {
+		if part != "" {
+			b.WriteString(part)
+			b.WriteString(": ")
+		}
 	}
-	b.WriteString(": ")
 	b.WriteString(e.Err.Error())
 	return b.String()
 }

@@ -367,3 +367,14 @@ func TestTLSTrust(t *testing.T) {
 	}
 	_ = cr
 }
+
+// A lock that did not resolve fails the render with the plan's own message, and reads nothing.
+func TestLoadOfAFailedLock(t *testing.T) {
+	f, _ := newFetcher(t)
+	msg := "helm.repo https://127.0.0.1:1/charts: GET index.yaml: 401 Unauthorized"
+	_, err := f.Load(context.Background(), api.ChartLock{Source: "repo=https://127.0.0.1:1/charts chart=web version=", Error: msg}, nil)
+	require.Error(t, err)
+	assert.Equal(t, msg, err.Error())
+	var se *SourceError
+	assert.ErrorAs(t, err, &se)
+}
