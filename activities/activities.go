@@ -125,6 +125,10 @@ func (a *Activities) Plan(ctx context.Context, in api.PlanInput) (api.Plan, erro
 	}
 	sort.Slice(p.Clusters, func(i, j int) bool { return p.Clusters[i].Name < p.Clusters[j].Name })
 	a.lockCharts(ctx, dir, bundles, p.Bundles, p.Clusters, infos, in)
+	if err := ctx.Err(); err != nil {
+		// Locks made while the activity was being cancelled blame the chart sources for it.
+		return api.Plan{}, err
+	}
 	return p, nil
 }
 

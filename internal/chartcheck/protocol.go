@@ -4,6 +4,7 @@ import (
 	"encoding/gob"
 	"fmt"
 	"io"
+	"strings"
 
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
@@ -58,9 +59,31 @@ func chartFiles(c *chart.Chart) ([]chartFile, error) {
 	if len(c.Raw) == 0 {
 		return nil, fmt.Errorf("chart %q has no files to check (it was not loaded from files)", c.Name())
 	}
-	files := make([]chartFile, len(c.Raw))
-	for i, f := range c.Raw {
-		files[i] = chartFile{Name: f.Name, Data: f.Data}
+	if len(c.Dependencies()) == 0 {
+		files := make([]chartFile, len(c.Raw))
+		for i, f := range c.Raw {
+			files[i] = chartFile{Name: f.Name, Data: f.Data}
+		}
+		return files, nil
+	}
+	// Subcharts fetched for Chart.yaml dependencies were added after loading, so the parent's files do not
+	// hold them: every subchart is written under charts/ from its own files, vendored ones included, each in
+	// a folder of its own (two aliases may use one chart).
+	var files []chartFile
+	for _, f := range c.Raw {
+		if !strings.HasPrefix(f.Name, "charts/") {
+			files = append(files, chartFile{Name: f.Name, Data: f.Data})
+		}
+	}
+	for i, dep := range c.Dependencies() {
+		sub, err := chartFiles(dep)
+		if err != nil {
+			return nil, err
+		}
+		dir := fmt.Sprintf("charts/%d-%s/", i, dep.Name())
+		for _, f := range sub {
+			files = append(files, chartFile{Name: dir + f.Name, Data: f.Data})
+		}
 	}
 	return files, nil
 }

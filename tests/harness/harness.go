@@ -55,7 +55,7 @@ func BinDir() string {
 // RequireBinaries skips nothing: a missing binary is a failed setup, with the command that builds it.
 func RequireBinaries(t *testing.T) {
 	t.Helper()
-	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "temporal", "flotilla-worker", "flotilla"} {
+	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "registry", "temporal", "flotilla-worker", "flotilla"} {
 		if _, err := os.Stat(filepath.Join(BinDir(), b)); err != nil {
 			t.Fatalf("%s missing in %s: run `make tools build` (make test does it)", b, BinDir())
 		}
