@@ -17,8 +17,8 @@ import (
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/fleet/bundle"
 	"github.com/flotilla-gitops/flotilla/fleet/render"
-	"github.com/flotilla-gitops/flotilla/internal/chartload"
 	"github.com/flotilla-gitops/flotilla/fleet/target"
+	"github.com/flotilla-gitops/flotilla/internal/chartload"
 )
 
 // renderFlags are the flags of `flotilla render`: a folder previewed for a described cluster, or a GitRepo
@@ -213,9 +213,9 @@ type bundleResult struct {
 	// reads none: the objects are rendered without them.
 	ValuesFrom []string `json:"valuesFrom,omitempty"`
 	// Chart is the remote chart (helm.repo, a chart URL, oci://) resolved for this preview.
-	Chart   *chartInfo       `json:"chart,omitempty"`
-	Objects []map[string]any `json:"objects,omitempty"`
-	manifest   []byte
+	Chart    *chartInfo       `json:"chart,omitempty"`
+	Objects  []map[string]any `json:"objects,omitempty"`
+	manifest []byte
 }
 
 // effectiveOptions are the options that decide what the worker does with a bundle on a cluster, beyond

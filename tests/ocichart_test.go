@@ -53,8 +53,8 @@ func TestChartsFromAnOCIRegistryWithDependencies(t *testing.T) {
 	confinedCluster(s, "one", "k")
 	oci := "oci://" + reg.Host + "/charts"
 	git := s.NewRepo(map[string]string{
-		"app/fleet.yaml":       "helm:\n  chart: ./chart\n  releaseName: app\n",
-		"app/chart/Chart.yaml": fmt.Sprintf("apiVersion: v2\nname: app\nversion: 0.1.0\ndependencies:\n- name: redis\n  version: \"^17\"\n  repository: %s\n", oci),
+		"app/fleet.yaml":              "helm:\n  chart: ./chart\n  releaseName: app\n",
+		"app/chart/Chart.yaml":        fmt.Sprintf("apiVersion: v2\nname: app\nversion: 0.1.0\ndependencies:\n- name: redis\n  version: \"^17\"\n  repository: %s\n", oci),
 		"app/chart/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  redis: {{ .Values.redis.message | quote }}\n",
 		"web/fleet.yaml":              fmt.Sprintf("helm:\n  chart: %s/web\n  version: 1.0.0\n  releaseName: web\n", oci),
 		"nodep/fleet.yaml":            "helm:\n  chart: ./chart\n  releaseName: nodep\n",
