@@ -57,6 +57,7 @@ func renderGitRepo(cmd *cobra.Command, g *globals, f *renderFlags) error {
 		fmt.Fprintf(cmd.ErrOrStderr(), "WARN %s\n", w)
 	}
 
+	deps := plan.ResolveDependsOn(bundles, gr.Metadata.Name, key.Namespace)
 	var results []clusterResult
 	for _, cl := range clusters {
 		info := inv.Info(cl)
@@ -73,6 +74,7 @@ func renderGitRepo(cmd *cobra.Command, g *globals, f *renderFlags) error {
 				ForceSyncGeneration: gr.Spec.ForceSyncGeneration, GitRepoNamespace: key.PayloadNamespace(),
 			}, gr.Spec.Paused))
 		}
+		withDependsOn(&res, bundles, deps)
 		if len(res.Bundles) > 0 {
 			results = append(results, res)
 		} else if f.cluster != "" {
