@@ -69,15 +69,9 @@ func (j *clusterJudge) status(o api.BundleObservation) api.BundleStatus {
 	in := j.decideInput(o)
 	switch {
 	case in.DependsOnError != "" && o.Error == "":
-		s.State, s.Message = api.StateErrApplied, stuck(o.Release, in.DependsOnError)
+		return onCycle(s, o, in.DependsOnError)
 	case holds(in):
-		msg := in.Waiting
-		if s.State == api.StateErrApplied {
-			// The failure of an earlier attempt stays in view: it is what will be retried.
-			msg += "; " + s.Message
-		}
-		s.State, s.Message = api.StateWaitApplied, msg
-		s.ResourceCounts = waitingCounts(o.Resources.Counts)
+		return waitingFor(s, o, in.Waiting)
 	}
 	return s
 }
