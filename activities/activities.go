@@ -104,8 +104,9 @@ func (a *Activities) Plan(ctx context.Context, in api.PlanInput) (api.Plan, erro
 	}
 	p := api.Plan{Commit: in.Commit, InventoryGeneration: inv.Generation, Clusters: []api.PlannedCluster{}, Warnings: plan.Warnings(bundles),
 		Leaving: leavingOf(inv, in.Key().Namespace)}
+	deps := plan.ResolveDependsOn(bundles, in.GitRepo, in.Namespace)
 	for i, b := range bundles {
-		p.Bundles = append(p.Bundles, api.BundleRef{Name: b.Ref.Name, Path: b.Ref.Path})
+		p.Bundles = append(p.Bundles, bundleRef(b, deps[i]))
 		if b.Err != nil {
 			p.Unloaded = append(p.Unloaded, i)
 		}
@@ -130,6 +131,18 @@ func (a *Activities) Plan(ctx context.Context, in api.PlanInput) (api.Plan, erro
 		return api.Plan{}, err
 	}
 	return p, nil
+}
+
+// bundleRef is what the plan hands each cluster of one bundle: where it is and what it depends on.
+func bundleRef(b plan.Bundle, deps plan.Dependencies) api.BundleRef {
+	ref := api.BundleRef{Name: b.Ref.Name, Path: b.Ref.Path}
+	for _, d := range deps.DependsOn {
+		ref.DependsOn = append(ref.DependsOn, api.Dependency{Name: d.Name, Selector: d.Selector, Bundles: d.Bundles, AcceptedStates: d.AcceptedStates})
+	}
+	if deps.Err != nil {
+		ref.DependsOnError = deps.Err.Error()
+	}
+	return ref
 }
 
 // clusterHandle is what observe and apply need for one cluster.

@@ -33,7 +33,8 @@ func (g namespacedGetter) ToDiscoveryClient() (discovery.CachedDiscoveryInterfac
 
 // operationDiscovery is the Client's shared discovery cache as one Helm operation sees it. Helm drops
 // the cache at the start of every install, upgrade and rollback so that the API versions its templates
-// see include every CRD created before the operation began; discovery fetched after that moment is just
+// see, and the kinds its manifests are mapped with, include every CRD created before the operation began
+// (another bundle's, say, which this one depends on); discovery fetched after that moment is just
 // as good. So a drop is skipped when another operation already dropped the cache after this one began:
 // eight bundles installed at once on a cluster then read discovery once, not eight times (on a 2-core
 // benchmark machine, two API requests and about 4 ms of CPU saved per skipped drop).
@@ -51,6 +52,7 @@ func (d operationDiscovery) Invalidate() {
 	// a drop that really happened after the skipping operation began.
 	at := time.Now().UnixNano()
 	d.CachedDiscoveryInterface.Invalidate()
+	d.c.mapper.forget()
 	for {
 		last := d.c.invalidated.Load()
 		if last >= at || d.c.invalidated.CompareAndSwap(last, at) {

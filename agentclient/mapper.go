@@ -130,6 +130,17 @@ func (m *clusterMapper) Reset() {
 	m.delegate = nil
 }
 
+// forget drops the mapper but not the discovery it was built from, which its caller has just dropped:
+// the next lookup builds the mapper from what discovery says then. Without it a mapper built before a
+// CRD was created would outlive every refresh of discovery (fresh again before the lookup that misses, so
+// that miss is never retried), and a bundle whose objects are of that kind would fail until the worker
+// restarts.
+func (m *clusterMapper) forget() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.delegate = nil
+}
+
 // lookup runs f on the current mapper and, when it misses while discovery is stale, once more after a
 // Reset: the DeferredDiscoveryRESTMapper's rule for a kind created since discovery was cached.
 func lookup[T any](m *clusterMapper, f func(meta.RESTMapper) (T, error), missed func(T, error) bool) (T, error) {

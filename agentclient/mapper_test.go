@@ -138,6 +138,32 @@ func TestAKindCreatedAfterDiscoveryIsFoundOnceDiscoveryIsStale(t *testing.T) {
 	require.Equal(t, 3, d.fetches)
 }
 
+// A CRD one bundle installed, then a bundle whose objects are of its kind (dependsOn): Helm drops the
+// discovery cache when the second operation begins and reads discovery again before it maps the
+// manifests, so the lookup that would miss finds discovery fresh. The mapper is dropped with the cache,
+// and is rebuilt from what discovery says now.
+func TestAKindCreatedAfterDiscoveryIsMappedByTheNextHelmOperation(t *testing.T) {
+	d := plainCluster("10.0.0.1:6443")
+	c := &Client{discovery: d, mapper: newClusterMapper(d, newMapperTable())}
+	_, err := c.mapper.RESTMapping(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "v1")
+	require.NoError(t, err)
+
+	d.add(widgetGVK.GroupVersion(), widgets(true))
+	time.Sleep(time.Millisecond)
+	op, err := namespacedGetter{c: c, namespace: "widgets", start: time.Now()}.ToDiscoveryClient()
+	require.NoError(t, err)
+	op.Invalidate()
+	_, _, err = d.ServerGroupsAndResources()
+	require.NoError(t, err)
+	require.True(t, d.Fresh(), "discovery is fresh again when Helm maps the manifests")
+
+	mapper, err := namespacedGetter{c: c}.ToRESTMapper()
+	require.NoError(t, err)
+	m, err := mapper.RESTMapping(widgetGVK.GroupKind(), widgetGVK.Version)
+	require.NoError(t, err)
+	require.Equal(t, "widgets", m.Resource.Resource)
+}
+
 func TestAMapperNoClusterUsesIsCollected(t *testing.T) {
 	table := newMapperTable()
 	func() {

@@ -34,8 +34,8 @@ func (c countingDiscovery) Invalidate() { *c.drops++ }
 // when another one dropped the cache after it began, never when the last drop is older than its start.
 func TestHelmOperationsShareADiscoveryRefreshOnlyWhenItIsNewer(t *testing.T) {
 	drops := 0
-	c := &Client{}
 	shared := countingDiscovery{drops: &drops}
+	c := &Client{mapper: newClusterMapper(shared, newMapperTable())}
 	first := time.Now()
 	second := first.Add(time.Millisecond)
 	time.Sleep(2 * time.Millisecond)

@@ -17,6 +17,24 @@ type BundleRef struct {
 	// Charts are the bundle's chart sources that are not folders of the repository (helm.repo, a chart
 	// URL, oci://) and the Chart.yaml dependencies of its charts, as the plan resolved them.
 	Charts []ChartLock `json:"charts,omitempty"`
+	// DependsOn is the bundle's fleet.yaml dependsOn, resolved by the plan against the GitRepo's bundles.
+	DependsOn []Dependency `json:"dependsOn,omitempty"`
+	// DependsOnError says why the bundle is never applied: it is part of a dependsOn cycle, which the
+	// message names.
+	DependsOnError string `json:"dependsOnError,omitempty"`
+}
+
+// Dependency is one dependsOn entry of a bundle, resolved by the plan: on each cluster the bundle is
+// installed or upgraded only once at least one of Bundles is deployed there and every one of them that
+// is deployed there is in one of AcceptedStates (Ready when empty), as Fleet's agent checks the bundle
+// deployments of its cluster. An entry that matches no bundle holds the bundle back everywhere.
+type Dependency struct {
+	// Name and Selector are the entry as written, for messages (Selector in kubectl's form, tier=db).
+	Name     string `json:"name,omitempty"`
+	Selector string `json:"selector,omitempty"`
+	// Bundles are the GitRepo's bundles the entry matches, sorted.
+	Bundles        []string `json:"bundles,omitempty"`
+	AcceptedStates []string `json:"acceptedStates,omitempty"`
 }
 
 // PollInput is the input of ActivityPoll: which commit should a GitRepo deploy now?

@@ -15,7 +15,7 @@ var update = flag.Bool("update", false, "rewrite testdata/payloads.txt from the 
 
 // payloads is every type that travels through Temporal or out of `flotilla status -o json`.
 var payloads = []any{
-	BundleRef{}, PollInput{}, PollResult{}, LeavingCluster{}, PlanInput{}, Plan{}, PlannedCluster{}, DeployOptions{},
+	BundleRef{}, Dependency{}, PollInput{}, PollResult{}, LeavingCluster{}, PlanInput{}, Plan{}, PlannedCluster{}, DeployOptions{},
 	ClusterTarget{}, ObserveInput{}, Observation{}, BundleObservation{}, ReleaseInfo{}, ResourceSummary{},
 	ResourceCounts{}, ApplyInput{}, BundleAction{}, ApplyResult{}, Sweep{}, ReleaseRef{}, BundleApplyResult{},
 	UninstallInput{}, UninstallResult{}, ListClusterWorkflowsInput{}, ListClusterWorkflowsResult{},

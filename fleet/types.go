@@ -176,7 +176,24 @@ type FleetYAML struct {
 	// (the bundle deleted, not deployed there any more, its GitRepo deleted, the cluster removed). As in
 	// Fleet it is the bundle's, not a targetCustomization's; see ProtectedNamespace for what stays.
 	DeleteNamespace bool `json:"deleteNamespace,omitempty"`
+	// DependsOn holds the bundle back on each cluster until the bundles it names are in an accepted state
+	// on that cluster. As in Fleet it is the bundle's, not a targetCustomization's.
+	DependsOn []Dependency `json:"dependsOn,omitempty"`
 }
+
+// Dependency is one dependsOn entry, Fleet's BundleRef: the bundle called Name, or every bundle whose
+// labels match Selector (both set: the bundle called Name if it matches), must be in one of
+// AcceptedStates (Ready when empty) on a cluster before the bundle is installed or upgraded there.
+type Dependency struct {
+	Name     string                `json:"name,omitempty"`
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+	// AcceptedStates are bundle states (see States).
+	AcceptedStates []string `json:"acceptedStates,omitempty"`
+}
+
+// States are Fleet's bundle states, best first: the values dependsOn acceptedStates may name, and the
+// states Flotilla reports.
+var States = []string{"Ready", "NotReady", "Pending", "OutOfSync", "Modified", "WaitApplied", "ErrApplied"}
 
 // BundleDeploymentOptions are the options a bundle is deployed with; targetCustomizations override them per cluster.
 type BundleDeploymentOptions struct {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/fleet/bundle"
+	"github.com/flotilla-gitops/flotilla/fleet/plan"
 	"github.com/flotilla-gitops/flotilla/fleet/render"
 	"github.com/flotilla-gitops/flotilla/fleet/target"
 	"github.com/flotilla-gitops/flotilla/internal/chartload"
@@ -148,11 +149,18 @@ func renderFolder(cmd *cobra.Command, f *renderFlags, namespace, dir string) err
 	if len(refs) == 0 {
 		return fmt.Errorf("%s: no bundles (folders with fleet.yaml, a chart, a kustomization or manifests)", dir)
 	}
+	loaded := make([]plan.Bundle, len(refs))
+	for i, ref := range refs {
+		loaded[i].Ref = ref
+		if loaded[i].Bundle, loaded[i].Err = bundle.Load(root, ref); loaded[i].Err != nil {
+			loaded[i].Err = fmt.Errorf("bundle %q: %w", ref.Name, loaded[i].Err)
+		}
+	}
 	res := clusterResult{Cluster: info.Name, Bundles: []bundleResult{}}
-	for _, ref := range refs {
-		b, err := bundle.Load(root, ref)
-		if err != nil {
-			res.Bundles = append(res.Bundles, bundleResult{Bundle: ref.Name, Path: ref.Path, Error: fmt.Sprintf("bundle %q: %v", ref.Name, err)})
+	for _, lb := range loaded {
+		ref, b := lb.Ref, lb.Bundle
+		if lb.Err != nil {
+			res.Bundles = append(res.Bundles, bundleResult{Bundle: ref.Name, Path: ref.Path, Error: lb.Err.Error()})
 			continue
 		}
 		// Outside a GitRepo, a bundle's own overrideTargets still say which clusters it goes to.
@@ -163,6 +171,7 @@ func renderFolder(cmd *cobra.Command, f *renderFlags, namespace, dir string) err
 		res.Bundles = append(res.Bundles, renderBundle(render.Input{RepoRoot: root, Bundle: b, Cluster: info, GitRepo: name,
 			Charts: chartLoader(cmd.Context(), nil, chartload.TLS{}, nil)}, false))
 	}
+	withDependsOn(&res, loaded, plan.ResolveDependsOn(loaded, name, namespace))
 	if err := writeResults(cmd.OutOrStdout(), f.output, []clusterResult{res}, false); err != nil {
 		return err
 	}
@@ -213,9 +222,11 @@ type bundleResult struct {
 	// reads none: the objects are rendered without them.
 	ValuesFrom []string `json:"valuesFrom,omitempty"`
 	// Chart is the remote chart (helm.repo, a chart URL, oci://) resolved for this preview.
-	Chart    *chartInfo       `json:"chart,omitempty"`
-	Objects  []map[string]any `json:"objects,omitempty"`
-	manifest []byte
+	Chart *chartInfo `json:"chart,omitempty"`
+	// DependsOn is what the bundle waits for on the cluster before it is installed or upgraded.
+	DependsOn []dependsOnResult `json:"dependsOn,omitempty"`
+	Objects   []map[string]any  `json:"objects,omitempty"`
+	manifest  []byte
 }
 
 // effectiveOptions are the options that decide what the worker does with a bundle on a cluster, beyond
@@ -336,6 +347,9 @@ func writeResults(w io.Writer, format string, results []clusterResult, clusterHe
 			}
 			if b.Chart != nil {
 				fmt.Fprintf(&buf, "# Chart: %s version %s (%s)\n", b.Chart.URL, b.Chart.Version, b.Chart.Digest)
+			}
+			if len(b.DependsOn) > 0 {
+				fmt.Fprintf(&buf, "# Depends on: %s\n", dependsOnLine(b.DependsOn))
 			}
 			if len(b.ValuesFrom) > 0 {
 				fmt.Fprintf(&buf, "# Rendered without the values the cluster holds in valuesFrom %s (read on the cluster when deployed)\n",

@@ -63,6 +63,7 @@ func renderGitRepo(cmd *cobra.Command, g *globals, f *renderFlags) error {
 	}
 	charts := chartLoader(cmd.Context(), api.ChartAccessOf(gr.Spec),
 		chartload.TLS{CABundle: gr.Spec.CABundle, InsecureSkipTLSVerify: gr.Spec.InsecureSkipTLSVerify}, secrets)
+	deps := plan.ResolveDependsOn(bundles, gr.Metadata.Name, key.Namespace)
 	var results []clusterResult
 	for _, cl := range clusters {
 		info := inv.Info(cl)
@@ -80,6 +81,7 @@ func renderGitRepo(cmd *cobra.Command, g *globals, f *renderFlags) error {
 				Charts: charts,
 			}, gr.Spec.Paused))
 		}
+		withDependsOn(&res, bundles, deps)
 		if len(res.Bundles) > 0 {
 			results = append(results, res)
 		} else if f.cluster != "" {

@@ -20,13 +20,13 @@ func (r *clusterRun) reconcile(ctx workflow.Context) time.Duration {
 	}
 	var actions []api.BundleAction
 	for _, o := range obs.Bundles {
-		f, failed := r.carry.Failures[o.Bundle]
-		if failed && f.DesiredID != o.DesiredID {
+		if f, failed := r.carry.Failures[o.Bundle]; failed && f.DesiredID != o.DesiredID {
 			delete(r.carry.Failures, o.Bundle) // a new desired state deserves a fresh attempt
-			failed = false
 		}
-		due := !failed || !now.Before(f.NextRetry)
-		d := decide(decideInput{Obs: o, CorrectDrift: effectiveCorrectDrift(o, r.in.Target.Options), Paused: r.in.Paused || o.Paused, RetryDue: due})
+	}
+	judge := r.judge(obs, now)
+	for _, o := range obs.Bundles {
+		d := decide(judge.decideInput(o))
 		if d.Action != api.ActionNone {
 			actions = append(actions, api.BundleAction{Bundle: o.Bundle, Action: d.Action, ExpectedID: o.DesiredID, Force: d.Force})
 		}
@@ -59,15 +59,12 @@ func (r *clusterRun) reconcile(ctx workflow.Context) time.Duration {
 	st.Reachable, st.LastSeen, st.Message = true, now, ""
 	st.Commit = r.in.Target.Commit
 	st.Bundles = st.Bundles[:0]
+	judge = r.judge(obs, now)
 	for _, o := range obs.Bundles {
 		if !o.Deploy && o.Error == "" {
 			continue
 		}
-		failure := ""
-		if f, ok := r.carry.Failures[o.Bundle]; ok && f.DesiredID == o.DesiredID {
-			failure = f.Message
-		}
-		st.Bundles = append(st.Bundles, bundleStatus(o, failure))
+		st.Bundles = append(st.Bundles, judge.status(o))
 	}
 	summarizeCluster(st)
 	if appliedAll(obs) {
@@ -76,13 +73,29 @@ func (r *clusterRun) reconcile(ctx workflow.Context) time.Duration {
 	r.report(ctx, false)
 	// The delay runs from now, not from when this reconcile began: an apply can take minutes, and a retry
 	// due two seconds after it failed must not be measured from before it started.
-	return r.nextDelay(ctx, workflow.Now(ctx))
+	return r.nextDelay(ctx, workflow.Now(ctx), judge.waitsOnState())
+}
+
+// judge judges the bundles of an observation together (dependsOn), with this run's failures and pause.
+func (r *clusterRun) judge(obs api.Observation, now time.Time) *clusterJudge {
+	input := func(o api.BundleObservation) decideInput {
+		f, failed := r.carry.Failures[o.Bundle]
+		return decideInput{Obs: o, CorrectDrift: effectiveCorrectDrift(o, r.in.Target.Options), Paused: r.in.Paused || o.Paused,
+			RetryDue: !failed || !now.Before(f.NextRetry)}
+	}
+	failure := func(o api.BundleObservation) string {
+		if f, ok := r.carry.Failures[o.Bundle]; ok && f.DesiredID == o.DesiredID {
+			return f.Message
+		}
+		return ""
+	}
+	return newClusterJudge(r.in.Target.Bundles, obs, input, failure)
 }
 
 // nextDelay checks promptly while something is converging, at the next retry when an apply failed,
-// and at the (jittered) check interval when all is quiet; it is measured from now, the moment the
-// caller starts waiting.
-func (r *clusterRun) nextDelay(ctx workflow.Context, now time.Time) time.Duration {
+// within DependencyRecheck while a bundle waits for a dependency to become ready, and at the (jittered)
+// check interval when all is quiet; it is measured from now, the moment the caller starts waiting.
+func (r *clusterRun) nextDelay(ctx workflow.Context, now time.Time, waitingOnDependency bool) time.Duration {
 	delay := r.jittered(ctx, r.checkInterval())
 	converging := false
 	for _, b := range r.carry.Status.Bundles {
@@ -96,6 +109,11 @@ func (r *clusterRun) nextDelay(ctx workflow.Context, now time.Time) time.Duratio
 			delay = d
 			r.carry.PromptStep++
 		}
+	}
+	if waitingOnDependency && DependencyRecheck < delay {
+		// The prompt checks back off to the check interval; a dependency that becomes ready then should
+		// not leave its dependents a whole interval behind it.
+		delay = DependencyRecheck
 	}
 	for _, b := range workflow.DeterministicKeys(r.carry.Failures) {
 		if d := r.carry.Failures[b].NextRetry.Sub(now); d < delay {

@@ -12,6 +12,11 @@ type decideInput struct {
 	Paused       bool
 	// RetryDue is false while a failed apply of this same desired state is backing off.
 	RetryDue bool
+	// Waiting names the dependencies (dependsOn) that are not in an accepted state on this cluster: until
+	// they are, the release is neither installed nor upgraded.
+	Waiting string
+	// DependsOnError is the dependsOn cycle the bundle is on: it is never applied.
+	DependsOnError string
 }
 
 // decision is what to do with one bundle's release: an action (ActionNone for nothing) and, for a
@@ -26,6 +31,30 @@ var nothing = decision{Action: api.ActionNone}
 // decide picks the next release action for a bundle, as Flux's helm-controller does from the observed
 // release state: nothing when the release already holds this deployment ID and its objects are intact.
 func decide(in decideInput) decision {
+	if in.DependsOnError != "" || holds(in) {
+		return nothing
+	}
+	return decideRelease(in)
+}
+
+// holds reports whether the bundle has a new desired state to install or upgrade (or one to retry, once
+// its backoff is over) that waits for its dependencies. Repairs of what runs (a locked release recovered,
+// drift corrected) re-apply the state already there and never wait: Fleet's agent checks dependencies only
+// before it deploys.
+func holds(in decideInput) bool {
+	if in.Waiting == "" {
+		return false
+	}
+	in.RetryDue = true
+	switch decideRelease(in).Action {
+	case api.ActionInstall, api.ActionUpgrade:
+		return true
+	}
+	return false
+}
+
+// decideRelease is the decision from the release alone, whatever the bundle depends on.
+func decideRelease(in decideInput) decision {
 	o := in.Obs
 	if o.Error != "" || !o.Deploy || in.Paused {
 		return nothing

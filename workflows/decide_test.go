@@ -18,6 +18,7 @@ func obs(status api.ReleaseStatus, id string, counts api.ResourceCounts) api.Bun
 func TestDecideAppliesOnlyWhatChanged(t *testing.T) {
 	drift := &fleet.CorrectDrift{Enabled: true}
 	missing := api.ResourceCounts{DesiredReady: 2, Ready: 1, Missing: 1}
+	const wait = `waiting for bundle(s) "crd" (NotReady)`
 	cases := []struct {
 		name string
 		in   decideInput
@@ -35,6 +36,13 @@ func TestDecideAppliesOnlyWhatChanged(t *testing.T) {
 		{"a release left uninstalling is recovered", decideInput{Obs: obs("uninstalling", "s-new", api.ResourceCounts{}), RetryDue: true}, decision{Action: api.ActionRecover}},
 		{"a failed apply of an older state waits for its backoff too", decideInput{Obs: obs("failed", "s-old", api.ResourceCounts{})}, nothing},
 		{"paused changes nothing", decideInput{Obs: obs("deployed", "s-old", api.ResourceCounts{}), Paused: true, RetryDue: true}, nothing},
+		{"an install waits for its dependencies", decideInput{Obs: obs("", "", missing), RetryDue: true, Waiting: wait}, nothing},
+		{"an upgrade waits for its dependencies", decideInput{Obs: obs("deployed", "s-old", api.ResourceCounts{}), RetryDue: true, Waiting: wait}, nothing},
+		{"a retry waits for its dependencies", decideInput{Obs: obs("failed", "s-new", api.ResourceCounts{}), RetryDue: true, Waiting: wait}, nothing},
+		{"a locked release is recovered while it waits", decideInput{Obs: obs("pending-install", "s-new", api.ResourceCounts{}), RetryDue: true, Waiting: wait}, decision{Action: api.ActionRecover}},
+		{"drift is corrected while it waits", decideInput{Obs: obs("deployed", "s-new", missing), CorrectDrift: drift, RetryDue: true, Waiting: wait}, decision{Action: api.ActionRollback}},
+		{"on a dependsOn cycle nothing is installed", decideInput{Obs: obs("", "", missing), RetryDue: true, DependsOnError: "dependsOn cycle: web → web"}, nothing},
+		{"on a dependsOn cycle nothing is corrected", decideInput{Obs: obs("deployed", "s-new", missing), CorrectDrift: drift, RetryDue: true, DependsOnError: "dependsOn cycle: web → web"}, nothing},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -23,6 +23,10 @@ const (
 	AckTimeout = 2 * time.Minute
 	// PromptCheckFirst is the first re-check after an apply; it doubles until the bundle is ready or the check interval is reached.
 	PromptCheckFirst = time.Second
+	// DependencyRecheck is the longest a cluster waits between checks while a bundle there waits for a
+	// dependency (dependsOn) to reach an accepted state, so the bundle follows it within seconds, not a
+	// check interval later (Fleet's agent requeues such a bundle every 15 s).
+	DependencyRecheck = 5 * time.Second
 	// RetryFirst and RetryMax bound the backoff of a cluster whose apply or observation failed.
 	RetryFirst = 2 * time.Second
 	RetryMax   = 5 * time.Minute

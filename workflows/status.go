@@ -39,6 +39,23 @@ func bundleStatus(o api.BundleObservation, failure string) api.BundleStatus {
 	return s
 }
 
+// waitingFor is the status of a bundle whose new desired state waits for its dependencies (dependsOn):
+// WaitApplied, not an error, naming what it waits for. The failure of an earlier attempt stays in view:
+// it is what will be tried again.
+func waitingFor(s api.BundleStatus, o api.BundleObservation, waiting string) api.BundleStatus {
+	if s.State == api.StateErrApplied {
+		waiting += "; " + s.Message
+	}
+	s.State, s.Message, s.ResourceCounts = api.StateWaitApplied, waiting, waitingCounts(o.Resources.Counts)
+	return s
+}
+
+// onCycle is the status of a bundle the plan found on a dependsOn cycle, which is never applied.
+func onCycle(s api.BundleStatus, o api.BundleObservation, cycle string) api.BundleStatus {
+	s.State, s.Message = api.StateErrApplied, stuck(o.Release, cycle)
+	return s
+}
+
 // waitingCounts counts the objects of a bundle whose release is not applied yet as Fleet counts a
 // deployment in WaitApplied: every desired object is waitApplied, neither ready nor not, since what it
 // will be is not applied yet. The desired objects known are those of the revision being applied (a

@@ -45,6 +45,11 @@ const (
 	clusterShapeRemoveReports = 4
 	clusterRemoveReports      = "cluster-remove-reports"
 
+	// dependsOn needs no gate: a bundle waits, and its cluster checks within DependencyRecheck, only when
+	// its target says what it depends on (api.BundleRef.DependsOn, DependsOnError), which no target had
+	// before; without them every decision, status and delay is what it was
+	// (TestBundlesWithoutDependsOnAreJudgedAsBefore), so recorded histories replay as they ran.
+
 	// ClusterShapeCurrent is the Shape a run is started with, by the GitRepo and by continue-as-new.
 	ClusterShapeCurrent = clusterShapeRemoveReports
 )

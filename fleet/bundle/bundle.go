@@ -30,7 +30,7 @@ type Bundle struct {
 	FleetYAML    fleet.FleetYAML
 	HasFleetYAML bool
 	// Warnings name the fleet.yaml keys Fleet documents that Flotilla reads past, each with its file and line
-	// (`web/fleet.yaml: line 7: dependsOn is not supported yet and is ignored`), for the caller to show.
+	// (`web/fleet.yaml: line 7: imageScans is not supported yet and is ignored`), for the caller to show.
 	Warnings []string
 }
 
@@ -282,6 +282,9 @@ func Parse(file string, data []byte) (fleet.FleetYAML, []string, error) {
 	}
 	if err := target.CheckMode(fy.TargetCustomizationMode); err != nil {
 		return fy, nil, &LoadError{File: file, Line: lineOf(&node, "targetCustomizationMode"), Err: err}
+	}
+	if err := checkDependsOn(file, &node, fy.DependsOn); err != nil {
+		return fy, nil, err
 	}
 	return fy, warnings, nil
 }

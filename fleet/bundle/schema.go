@@ -31,7 +31,6 @@ type key struct {
 // about even when its field exists in package fleet. Implementing one of them means removing it here.
 var unsupported = map[reflect.Type]map[string]string{
 	reflect.TypeOf(fleet.FleetYAML{}): {
-		"dependsOn":       "",
 		"rolloutStrategy": "",
 		"imageScans":      "",
 		"targets":         "targetCustomizations does the same",

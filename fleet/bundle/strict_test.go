@@ -73,13 +73,13 @@ targets:
 	require.NoError(t, err)
 	require.Equal(t, []string{
 		"web/fleet.yaml: line 6: rolloutStrategy is not supported yet and is ignored",
-		"web/fleet.yaml: line 8: dependsOn is not supported yet and is ignored",
 		"web/fleet.yaml: line 14: targetCustomizations[0].downstreamResources is not supported yet and is ignored",
 		"web/fleet.yaml: line 17: targetCustomizations[0].helm.disableDNS is not supported yet and is ignored",
 		"web/fleet.yaml: line 18: targets is not supported yet and is ignored; targetCustomizations does the same",
 	}, b.Warnings)
 	require.Equal(t, "./chart", b.FleetYAML.Helm.Chart, "the keys Flotilla knows are read as before")
 	require.Equal(t, "prod", b.FleetYAML.TargetCustomizations[0].ClusterName)
+	require.Equal(t, []fleet.Dependency{{Name: "db"}}, b.FleetYAML.DependsOn, "dependsOn is read, not warned about")
 	require.Equal(t, []fleet.ValuesFrom{{SecretKeyRef: &fleet.ValuesKeyRef{Name: "web-values", Key: "values.yaml"}}},
 		b.FleetYAML.Helm.ValuesFrom, "helm.valuesFrom is read, not warned about")
 }

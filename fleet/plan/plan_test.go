@@ -75,10 +75,10 @@ func TestABundleThatDoesNotLoadFailsAlone(t *testing.T) {
 }
 
 func TestWarningsNameTheBundleAndTheKey(t *testing.T) {
-	dir := repo(t, map[string]string{"web/fleet.yaml": "dependsOn:\n- name: db\n"})
+	dir := repo(t, map[string]string{"web/fleet.yaml": "imageScans:\n- image: web\n"})
 	bundles, err := Load(dir, "shop", nil, nil)
 	require.NoError(t, err)
 	w := Warnings(bundles)
 	require.Len(t, w, 1)
-	require.Contains(t, w[0], `bundle "shop-web": web/fleet.yaml: line 1: dependsOn`)
+	require.Contains(t, w[0], `bundle "shop-web": web/fleet.yaml: line 1: imageScans`)
 }
