@@ -56,8 +56,7 @@ type Activities struct {
 
 // Poll resolves the commit to deploy and reads the inventory generation: one ls-remote, no clone.
 func (a *Activities) Poll(ctx context.Context, in api.PollInput) (api.PollResult, error) {
-	commit, err := a.Git.Resolve(ctx, gitcache.Remote{URL: in.Repo, Secret: in.ClientSecretName, CABundle: in.CABundle,
-		InsecureSkipTLSVerify: in.InsecureSkipTLSVerify}, in.Branch, in.Revision)
+	commit, err := a.resolve(ctx, in)
 	if err != nil {
 		var nf *gitcache.NotFoundError
 		if errors.As(err, &nf) {
@@ -70,6 +69,24 @@ func (a *Activities) Poll(ctx context.Context, in api.PollInput) (api.PollResult
 		return api.PollResult{}, fmt.Errorf("reading the cluster inventory: %w", err)
 	}
 	return api.PollResult{Commit: commit, InventoryGeneration: inv.Generation, Leaving: leavingOf(inv, in.Key().Namespace)}, nil
+}
+
+// resolve is the commit of a repository's branch or revision, or what stands for one for a HelmOp.
+func (a *Activities) resolve(ctx context.Context, in api.PollInput) (string, error) {
+	if in.HelmOp != nil {
+		commit, _, err := helmOpCommit(in.HelmOp)
+		return commit, err
+	}
+	return a.Git.Resolve(ctx, gitcache.Remote{URL: in.Repo, Secret: in.ClientSecretName, CABundle: in.CABundle,
+		InsecureSkipTLSVerify: in.InsecureSkipTLSVerify}, in.Branch, in.Revision)
+}
+
+// checkout is the checkout of a commit, or a HelmOp's folder holding its fleet.yaml.
+func (a *Activities) checkout(ctx context.Context, r gitcache.Remote, commit string, helmOp *fleet.FleetYAML) (string, error) {
+	if helmOp != nil {
+		return a.helmOpCheckout(helmOp)
+	}
+	return a.Git.Checkout(ctx, r, commit)
 }
 
 // leavingOf is what a GitRepo of workspace ns needs to know of the inventory's leaving clusters: its own
@@ -89,8 +106,8 @@ func (a *Activities) Plan(ctx context.Context, in api.PlanInput) (api.Plan, erro
 	if err := target.Validate(in.Targets); err != nil {
 		return api.Plan{}, temporal.NewNonRetryableApplicationError("spec.targets: "+err.Error(), api.ErrTypeInvalidTargets, nil)
 	}
-	dir, err := a.Git.Checkout(ctx, gitcache.Remote{URL: in.Repo, Secret: in.ClientSecretName, CABundle: in.CABundle,
-		InsecureSkipTLSVerify: in.InsecureSkipTLSVerify}, in.Commit)
+	dir, err := a.checkout(ctx, gitcache.Remote{URL: in.Repo, Secret: in.ClientSecretName, CABundle: in.CABundle,
+		InsecureSkipTLSVerify: in.InsecureSkipTLSVerify}, in.Commit, in.HelmOp)
 	if err != nil {
 		return api.Plan{}, temporal.NewApplicationError(err.Error(), api.ErrTypeGit)
 	}
@@ -175,8 +192,8 @@ func (a *Activities) handle(ctx context.Context, t api.ClusterTarget, ping bool)
 			return nil, temporal.NewApplicationError(fmt.Sprintf("cluster %q unreachable: %v", clusterRef(t), err), api.ErrTypeUnreachable)
 		}
 	}
-	dir, err := a.Git.Checkout(ctx, gitcache.Remote{URL: t.Repo, Secret: t.ClientSecretName, CABundle: t.CABundle,
-		InsecureSkipTLSVerify: t.InsecureSkipTLSVerify}, t.Commit)
+	dir, err := a.checkout(ctx, gitcache.Remote{URL: t.Repo, Secret: t.ClientSecretName, CABundle: t.CABundle,
+		InsecureSkipTLSVerify: t.InsecureSkipTLSVerify}, t.Commit, t.HelmOp)
 	if err != nil {
 		return nil, temporal.NewApplicationError(err.Error(), api.ErrTypeGit)
 	}

@@ -47,6 +47,8 @@ type PollInput struct {
 	// Namespace is the GitRepo's workspace (GitRepoKey.PayloadNamespace): the leaving clusters it reads are
 	// that workspace's.
 	Namespace string `json:"namespace,omitempty"`
+	// HelmOp is the fleet.yaml of the one bundle of a HelmOp, which has no repository (fleet.HelmOp).
+	HelmOp *fleet.FleetYAML `json:"helmOp,omitempty"`
 	// CABundle and InsecureSkipTLSVerify are the GitRepo's TLS settings for an HTTPS repository (no
 	// secrets: a CA certificate is public).
 	CABundle              []byte `json:"caBundle,omitempty"`
@@ -90,6 +92,8 @@ type PlanInput struct {
 	InsecureSkipTLSVerify bool   `json:"insecureSkipTLSVerify,omitempty"`
 	// ChartAccess says how the bundles' remote charts are fetched when the plan resolves them.
 	ChartAccess *ChartAccess `json:"chartAccess,omitempty"`
+	// HelmOp is the fleet.yaml of the one bundle of a HelmOp, which has no repository (fleet.HelmOp).
+	HelmOp *fleet.FleetYAML `json:"helmOp,omitempty"`
 }
 
 // Key is the GitRepo that plans.
@@ -148,6 +152,8 @@ type ClusterTarget struct {
 	// ChartAccess says how the bundles' remote charts are fetched (besides CABundle and
 	// InsecureSkipTLSVerify, which apply to them too, as in Fleet).
 	ChartAccess *ChartAccess `json:"chartAccess,omitempty"`
+	// HelmOp is the fleet.yaml of the one bundle of a HelmOp, which has no repository (fleet.HelmOp).
+	HelmOp *fleet.FleetYAML `json:"helmOp,omitempty"`
 }
 
 // ChartAccessOf is how a GitRepo's remote charts are fetched, nil when its spec says nothing of it.

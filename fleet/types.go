@@ -100,6 +100,10 @@ type GitRepoSpec struct {
 	// ServiceAccount is refused by `flotilla apply`: Flotilla applies with the cluster's kubeconfig identity
 	// and does not impersonate yet.
 	ServiceAccount string `json:"serviceAccount,omitempty"`
+	// HelmOp, set only on the GitRepo a HelmOp runs as (HelmOp.AsGitRepo), is its one bundle's fleet.yaml:
+	// there is no repository, and Repo is HelmOpRepoPrefix and the name. `flotilla apply` refuses it in a
+	// GitRepo document.
+	HelmOp *FleetYAML `json:"helmOp,omitempty"`
 }
 
 // GitTarget selects clusters. All criteria set on one target must match; a target with none matches nothing.

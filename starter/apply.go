@@ -70,6 +70,7 @@ func readInput(file string) ([]byte, error) {
 type document struct {
 	kind, name string
 	gitRepo    *fleet.GitRepo
+	helmOp     *fleet.HelmOp
 	cluster    *fleet.Cluster
 	group      *fleet.ClusterGroup
 }
@@ -103,6 +104,9 @@ func parseDocuments(file string, data []byte) ([]document, error) {
 		case fleet.KindGitRepo:
 			d.gitRepo = &fleet.GitRepo{}
 			target = d.gitRepo
+		case fleet.KindHelmOp:
+			d.helmOp = &fleet.HelmOp{}
+			target = d.helmOp
 		case fleet.KindCluster:
 			d.cluster = &fleet.Cluster{}
 			target = d.cluster
@@ -110,7 +114,7 @@ func parseDocuments(file string, data []byte) ([]document, error) {
 			d.group = &fleet.ClusterGroup{}
 			target = d.group
 		default:
-			return nil, fmt.Errorf("%s: document %d: kind %q: want GitRepo, Cluster or ClusterGroup", file, i+1, head.Kind)
+			return nil, fmt.Errorf("%s: document %d: kind %q: want GitRepo, HelmOp, Cluster or ClusterGroup", file, i+1, head.Kind)
 		}
 		if head.APIVersion != "" && head.APIVersion != fleet.APIVersion {
 			return nil, fmt.Errorf("%s: document %d: apiVersion %q: want %s", file, i+1, head.APIVersion, fleet.APIVersion)
@@ -122,6 +126,16 @@ func parseDocuments(file string, data []byte) ([]document, error) {
 			// Applying with the cluster's own identity would silently drop the restriction the user asked for.
 			return nil, fmt.Errorf("%s: document %d (GitRepo %q): spec.serviceAccount %q: impersonating a service account is not supported yet; "+
 				"remove it, or give the cluster a kubeconfig with only the rights the GitRepo needs", file, i+1, head.Metadata.Name, d.gitRepo.Spec.ServiceAccount)
+		}
+		if d.gitRepo != nil && d.gitRepo.Spec.HelmOp != nil {
+			return nil, fmt.Errorf("%s: document %d (GitRepo %q): spec.helmOp is Flotilla's own: write a HelmOp document (kind: HelmOp)", file, i+1, head.Metadata.Name)
+		}
+		if d.helmOp != nil {
+			gr, err := d.helmOp.AsGitRepo()
+			if err != nil {
+				return nil, fmt.Errorf("%s: document %d: %w", file, i+1, err)
+			}
+			d.gitRepo = &gr
 		}
 		docs = append(docs, d)
 	}
@@ -191,17 +205,24 @@ func (g *globals) applyGitRepo(ctx context.Context, c client.Client, gr fleet.Gi
 	if err := g.mayApplyGitRepo(ctx, c, key); err != nil {
 		return "", err
 	}
+	if err := sameKind(ctx, c, key, gr.IsHelmOp()); err != nil {
+		return "", err
+	}
 	// The workspace is the run's identity, given at start (GitRepoInput.Workspace); a running GitRepo
 	// gets only the spec, whose namespace its own matches, since the ID says the namespace.
+	kind, summary := "gitrepo", "GitRepo "+key.String()+" from "+gr.Spec.Repo
+	if gr.IsHelmOp() {
+		kind, summary = "helmop", "HelmOp "+key.String()+" of chart "+gr.Spec.HelmOp.Helm.Chart
+	}
 	_, err := c.SignalWithStartWorkflow(ctx, key.WorkflowID(), api.SignalSpec, gr,
 		client.StartWorkflowOptions{
 			TaskQueue:     g.taskQueue,
-			StaticSummary: "GitRepo " + key.String() + " from " + gr.Spec.Repo,
+			StaticSummary: summary,
 		}, workflows.GitRepoWorkflow, workflows.GitRepoInput{GitRepo: gr, Workspace: key.PayloadNamespace()})
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("gitrepo/%s configured", key), nil
+	return fmt.Sprintf("%s/%s configured", kind, key), nil
 }
 
 // updateInventory runs a validated update on this installation's inventory workflow, starting it if needed.

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"github.com/flotilla-gitops/flotilla/api"
+	"github.com/flotilla-gitops/flotilla/fleet"
+	"github.com/flotilla-gitops/flotilla/internal/visibility"
 )
 
 // A GitRepo's workflow ID (gitrepo/NAME, gitrepo/NAMESPACE/NAME outside fleet-default) is the same in every
@@ -64,4 +67,29 @@ func gitRepoQueue(ctx context.Context, c client.Client, key api.GitRepoKey) (str
 	}
 	info := d.GetWorkflowExecutionInfo()
 	return info.GetTaskQueue(), info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, nil
+}
+
+// sameKind refuses to turn a running GitRepo into a HelmOp of the same name, or the reverse: both run as
+// gitrepo/<name> in their workspace, so they share names there.
+func sameKind(ctx context.Context, c client.Client, key api.GitRepoKey, helmOp bool) error {
+	d, err := c.DescribeWorkflowExecution(ctx, key.WorkflowID(), "")
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("gitrepo %q: %w", key, err)
+	}
+	info := d.GetWorkflowExecutionInfo()
+	if info.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return nil
+	}
+	running := strings.HasPrefix(visibility.Keyword(info, api.SearchAttrRepo), fleet.HelmOpRepoPrefix)
+	switch {
+	case running && !helmOp:
+		return fmt.Errorf("a HelmOp named %q runs in this workspace; GitRepos and HelmOps share names: delete it first or choose another name", key.Name)
+	case !running && helmOp:
+		return fmt.Errorf("a GitRepo named %q runs in this workspace; GitRepos and HelmOps share names: delete it first or choose another name", key.Name)
+	}
+	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/flotilla-gitops/flotilla/api"
+	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/internal/visibility"
 )
 
@@ -101,7 +102,13 @@ func printStatus(w io.Writer, format string, st api.GitRepoStatus) error {
 	if format != "table" && format != "" {
 		return printStructured(w, format, st)
 	}
-	fmt.Fprintf(w, "GitRepo %s  repo %s  commit %s\nState %s: %s\n", api.KeyOf(st.Namespace, st.Name), st.Repo, api.ShortCommit(st.Commit), st.State, st.Message)
+	if strings.HasPrefix(st.Repo, fleet.HelmOpRepoPrefix) {
+		// A HelmOp has no repository: its "commit" is the digest of its spec, and versions are per bundle.
+		fmt.Fprintf(w, "HelmOp %s  spec %s  chart versions %s\nState %s: %s\n", api.KeyOf(st.Namespace, st.Name),
+			api.ShortCommit(st.Commit), strings.Join(chartVersions(st), ","), st.State, st.Message)
+	} else {
+		fmt.Fprintf(w, "GitRepo %s  repo %s  commit %s\nState %s: %s\n", api.KeyOf(st.Namespace, st.Name), st.Repo, api.ShortCommit(st.Commit), st.State, st.Message)
+	}
 	for _, warning := range st.Warnings {
 		fmt.Fprintf(w, "Warning: %s\n", warning)
 	}
@@ -143,6 +150,7 @@ func newGetCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			rows = onlyHelmOps(rows, false)
 			if g.output != "table" && g.output != "" {
 				return printStructured(cmd.OutOrStdout(), g.output, rows)
 			}
@@ -162,7 +170,7 @@ func newGetCmd(g *globals) *cobra.Command {
 	}
 	addOutputFlag(list, g)
 	addAllNamespacesFlag(list, &all)
-	cmd.AddCommand(list)
+	cmd.AddCommand(list, newGetHelmOpsCmd(g))
 	return cmd
 }
 

@@ -27,6 +27,10 @@ type GitRepoInput struct {
 	// started then is fleet-default's (its ID is gitrepo/<name>) whatever namespace its YAML had, and
 	// must stay so to replay and to keep its cluster workflows. Continue-as-new carries it.
 	Workspace string `json:"workspace,omitempty"`
+	// HelmOp, when set, is a Fleet HelmOp to run instead of GitRepo (`temporal workflow start` with a
+	// HelmOp's YAML as JSON under "helmOp"): the run is the GitRepo it converts to (fleet.HelmOp.AsGitRepo),
+	// which continue-as-new carries on.
+	HelmOp *fleet.HelmOp `json:"helmOp,omitempty"`
 }
 
 // RunOptions are Flotilla's own knobs, beside Fleet's spec.
@@ -68,6 +72,16 @@ type gitRepoRun struct {
 // inventory, and hands each targeted cluster its desired state through a child ClusterWorkflow. Clusters
 // fail alone: the parent never waits on one cluster to serve another.
 func GitRepoWorkflow(ctx workflow.Context, in GitRepoInput) error {
+	if in.HelmOp != nil {
+		gr, err := in.HelmOp.AsGitRepo()
+		if err != nil {
+			return temporal.NewNonRetryableApplicationError(err.Error(), api.ErrTypeInvalidGitRepo, nil)
+		}
+		in.GitRepo, in.HelmOp = gr, nil
+		if in.Workspace == "" && fleet.Workspace(gr.Metadata.Namespace) != fleet.DefaultNamespace {
+			in.Workspace = gr.Metadata.Namespace
+		}
+	}
 	strict := workflow.GetVersion(ctx, strictRepoURL, workflow.DefaultVersion, 1) == 1
 	if err := validateGitRepo(in.GitRepo, strict); err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), api.ErrTypeInvalidGitRepo, nil)

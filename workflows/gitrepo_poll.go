@@ -15,9 +15,11 @@ func (g *gitRepoRun) planKey() string {
 		// Only when set, so that the key of every spec from before it existed stays the same.
 		parts = append(parts, *a)
 	}
+	if s.HelmOp != nil {
+		parts = append(parts, *s.HelmOp)
+	}
 	return hashOf(parts)
 }
-
 
 // resolvesCharts says whether a plan pins remote charts or fetched dependencies: what a source resolves
 // to can change without a commit (a new chart version published), so such a plan is made again at every
@@ -47,7 +49,7 @@ func (g *gitRepoRun) poll(ctx workflow.Context, resync bool) {
 	var res api.PollResult
 	err := workflow.ExecuteActivity(actx, api.ActivityPoll, api.PollInput{
 		GitRepo: g.name(), Repo: s.Repo, Branch: s.Branch, Revision: s.Revision, ClientSecretName: s.ClientSecretName,
-		Namespace: g.key.PayloadNamespace(), CABundle: s.CABundle, InsecureSkipTLSVerify: s.InsecureSkipTLSVerify,
+		Namespace: g.key.PayloadNamespace(), CABundle: s.CABundle, InsecureSkipTLSVerify: s.InsecureSkipTLSVerify, HelmOp: s.HelmOp,
 	}).Get(ctx, &res)
 	g.carry.LastPolled = workflow.Now(ctx)
 	if err != nil {
@@ -76,7 +78,7 @@ func (g *gitRepoRun) poll(ctx workflow.Context, resync bool) {
 	err = workflow.ExecuteActivity(pctx, api.ActivityPlan, api.PlanInput{
 		GitRepo: g.name(), Repo: s.Repo, Commit: res.Commit, ClientSecretName: s.ClientSecretName,
 		Paths: s.Paths, Targets: s.Targets, Namespace: g.key.PayloadNamespace(),
-		CABundle: s.CABundle, InsecureSkipTLSVerify: s.InsecureSkipTLSVerify, ChartAccess: api.ChartAccessOf(s),
+		CABundle: s.CABundle, InsecureSkipTLSVerify: s.InsecureSkipTLSVerify, ChartAccess: api.ChartAccessOf(s), HelmOp: s.HelmOp,
 	}).Get(ctx, &plan)
 	if err != nil {
 		g.carry.Error = fmt.Sprintf("commit %s: %s", api.ShortCommit(res.Commit), errorMessage(err))

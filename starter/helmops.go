@@ -1,0 +1,97 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flotilla-gitops/flotilla/api"
+	"github.com/flotilla-gitops/flotilla/fleet"
+)
+
+// helmOpRow is one HelmOp of `get helmops`. JSON names are a contract (`get helmops -o json`).
+type helmOpRow struct {
+	gitRepoRow
+	// Versions are the chart versions its clusters deploy, as its last poll resolved them.
+	Versions []string `json:"versions"`
+}
+
+// onlyHelmOps keeps the rows of HelmOps (want) or of GitRepos (!want): both run as GitRepo workflows.
+func onlyHelmOps(rows []gitRepoRow, want bool) []gitRepoRow {
+	out := []gitRepoRow{}
+	for _, r := range rows {
+		if strings.HasPrefix(r.Repo, fleet.HelmOpRepoPrefix) == want {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func newGetHelmOpsCmd(g *globals) *cobra.Command {
+	var all bool
+	cmd := &cobra.Command{
+		Use:     "helmops",
+		Aliases: []string{"helmop"},
+		Short:   "List the HelmOps of a workspace (-n, default fleet-default; -A: every workspace) with their state, ready clusters and chart versions",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.dialGitRepos()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			ctx, cancel := g.ctx()
+			defer cancel()
+			rows, err := listGitRepos(ctx, c, g.taskQueue, func(k api.GitRepoKey) bool { return all || k.Namespace == g.workspace() })
+			if err != nil {
+				return err
+			}
+			out := []helmOpRow{}
+			for _, r := range onlyHelmOps(rows, true) {
+				row := helmOpRow{gitRepoRow: r, Versions: []string{}}
+				if st, err := queryStatus(ctx, c, api.KeyOf(r.Namespace, r.Name)); err == nil {
+					row.Versions = chartVersions(st)
+				}
+				out = append(out, row)
+			}
+			if g.output != "table" && g.output != "" {
+				return printStructured(cmd.OutOrStdout(), g.output, out)
+			}
+			tw := tabWriter(cmd.OutOrStdout())
+			if all {
+				fmt.Fprint(tw, "NAMESPACE\t")
+			}
+			fmt.Fprintln(tw, "NAME\tSTATE\tREADY\tVERSION")
+			for _, r := range out {
+				if all {
+					fmt.Fprintf(tw, "%s\t", r.Namespace)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, r.State, r.Ready, strings.Join(r.Versions, ","))
+			}
+			return tw.Flush()
+		},
+	}
+	addOutputFlag(cmd, g)
+	addAllNamespacesFlag(cmd, &all)
+	return cmd
+}
+
+// chartVersions are the distinct chart versions a status shows, sorted.
+func chartVersions(st api.GitRepoStatus) []string {
+	seen := map[string]bool{}
+	for _, c := range st.Clusters {
+		for _, b := range c.Bundles {
+			if b.ChartVersion != "" {
+				seen[b.ChartVersion] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for v := range seen {
+		out = append(out, v)
+	}
+	sort.Strings(out)
+	return out
+}
