@@ -59,7 +59,7 @@ func publish(dir, name, version string) error {
 		return err
 	}
 	fmt.Printf("published %s %s (%s) at %s%s\n", p.Name, p.Version, p.Digest, repo.URL, p.Path)
-	fmt.Println("a GitRepo whose constraint accepts it deploys it at its next poll: bin/flotilla status example --watch")
+	fmt.Println("a GitRepo whose version constraint accepts it deploys it at its next poll: bin/flotilla status example -o yaml | grep chartVersion")
 	return nil
 }
 

@@ -174,6 +174,7 @@ Flotilla is up (%s).
   Chart repository:  %s   (account and CA: secret %q of %s)
                      serves %s 1.0.0; publish another version and the example deploys the newest ^1.0 at its next poll:
                        bin/flotilla-dev chart-repo publish %s 1.1.0
+                       bin/flotilla status example -o yaml | grep chartVersion
   Kubeconfigs:
 `, time.Since(start).Round(time.Second), tmp.UIAddress(), tmp.Address(), repoDir, charts.URL, ChartRepoSecret, credentials,
 		ExampleChart, ExampleChart)
