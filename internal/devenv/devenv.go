@@ -1,6 +1,7 @@
 // Package devenv starts and stops the local Flotilla stack behind `make up` / `make down`: three
 // Kubernetes clusters, the Temporal dev server with its Web UI, a Helm chart repository, the worker, an
-// example repository and GitRepo. Every process is recorded by PID so that `make down` stops exactly what `make up` started.
+// example repository and GitRepo. Every process is recorded by PID so that `make down` stops exactly what
+// `make up` started.
 package devenv
 
 import (
