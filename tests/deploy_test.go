@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,20 +14,27 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-gitops/flotilla/api"
+	"github.com/flotilla-gitops/flotilla/internal/devenv"
 	"github.com/flotilla-gitops/flotilla/internal/localk8s"
+	"github.com/flotilla-gitops/flotilla/internal/proc"
 	"github.com/flotilla-gitops/flotilla/tests/harness"
 )
 
-// The example GitRepo of `make up` lands on three clusters, each with its own templated values.
+// The example GitRepo of `make up` lands on three clusters, each with its own templated values, and with
+// the chart of `make up`'s chart repository (its own process, as `make up` runs it): a version published
+// there later reaches every cluster at the next poll, as `make up` tells its user.
 func TestExampleGitRepoDeploysToThreeClustersWithTheirOwnValues(t *testing.T) {
 	envs := []string{"dev", "test", "prod"}
 	var clusters []localk8s.ClusterOptions
 	for _, e := range envs {
 		clusters = append(clusters, localk8s.ClusterOptions{Name: e, Workloads: true})
 	}
-	s := harness.Start(t, harness.Options{Clusters: clusters})
+	charts, creds := startExampleChartRepo(t)
+	v100, err := charts.Publish(devenv.ExampleChart, "1.0.0")
+	require.NoError(t, err)
+	s := harness.Start(t, harness.Options{Clusters: clusters, WorkerArgs: []string{"--credentials", creds}})
 	repo := s.NewRepo(nil)
-	repo.CopyExample()
+	repo.CopyExample(charts.URL)
 	for _, e := range envs {
 		var values map[string]any
 		data, err := os.ReadFile(filepath.Join(harness.Root(), "examples", "clusters", e+".yaml"))
@@ -40,12 +48,12 @@ func TestExampleGitRepoDeploysToThreeClustersWithTheirOwnValues(t *testing.T) {
 
 	st := s.WaitStatus("example", 3*time.Minute, "every cluster Ready", harness.AllReady)
 	require.Equal(t, 3, st.DesiredReadyClusters)
-	require.Equal(t, api.Summary{DesiredReady: 9, Ready: 9}, st.Summary, "3 bundles × 3 clusters")
-	require.ElementsMatch(t, []string{"example-guestbook", "example-config", "example-podinfo-kustomize"}, st.Bundles)
+	require.Equal(t, api.Summary{DesiredReady: 12, Ready: 12}, st.Summary, "4 bundles × 3 clusters")
+	require.ElementsMatch(t, []string{"example-guestbook", "example-config", "example-podinfo-kustomize", "example-hello"}, st.Bundles)
 
 	for _, e := range envs {
 		rels := s.Releases(e, "example")
-		require.Len(t, rels, 3, "helm list on %s", e)
+		require.Len(t, rels, 4, "helm list on %s", e)
 		for name, r := range rels {
 			require.Equal(t, "deployed", r.Status, "release %s on %s", name, e)
 		}
@@ -66,7 +74,65 @@ func TestExampleGitRepoDeploysToThreeClustersWithTheirOwnValues(t *testing.T) {
 			require.Equal(t, "debug", settings["logLevel"])
 		}
 		require.Equal(t, *dep.Spec.Replicas, dep.Status.ReadyReplicas, "kwok makes the Deployment Ready on %s", e)
+		hello := s.ConfigMapData(e, "hello", "hello-hello")
+		require.Equal(t, "hello from "+e, hello["message"])
+		require.Equal(t, "1.0.0", hello["version"])
+		c, _ := harness.Cluster(st, e)
+		require.Equal(t, v100.Digest, helloBundle(c).ChartDigest, "status names the archive %s deploys", e)
 	}
+
+	// What `make up` prints: `flotilla-dev chart-repo publish hello 1.1.0`, and the next poll deploys it.
+	out, err := exec.Command(filepath.Join(harness.BinDir(), "flotilla-dev"), "chart-repo", "publish", devenv.ExampleChart, "1.1.0").CombinedOutput()
+	require.NoError(t, err, string(out))
+	s.WaitStatus("example", 2*time.Minute, "hello 1.1.0 Ready on every cluster", func(st api.GitRepoStatus) bool {
+		for _, e := range envs {
+			c, _ := harness.Cluster(st, e)
+			if b := helloBundle(c); b.State != api.StateReady || b.ChartVersion != "1.1.0" {
+				return false
+			}
+		}
+		return harness.AllReady(st)
+	})
+	for _, e := range envs {
+		require.Equal(t, "1.1.0", s.ConfigMapData(e, "hello", "hello-hello")["version"], "on %s", e)
+	}
+}
+
+// startExampleChartRepo runs `make up`'s chart repository as `make up` does, but on a free port and
+// stopped with the test, and writes the worker's credentials file for it.
+func startExampleChartRepo(t *testing.T) (*devenv.ChartRepo, string) {
+	t.Helper()
+	bin := filepath.Join(harness.BinDir(), "flotilla-dev")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("%s missing: run `make build`", bin)
+	}
+	port, err := proc.FreePort()
+	require.NoError(t, err)
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	charts, p, err := devenv.StartChartRepo(ctx, devenv.ChartRepoOptions{Bin: bin, Dir: filepath.Join(dir, "chart-repo"),
+		Addr: fmt.Sprintf("127.0.0.1:%d", port), LogFile: filepath.Join(dir, "chart-repo.log")})
+	if p != nil {
+		t.Cleanup(func() { _ = p.Stop(5 * time.Second) })
+	}
+	require.NoError(t, err)
+	data, err := charts.CredentialsYAML()
+	require.NoError(t, err)
+	creds := filepath.Join(dir, "credentials.yaml")
+	require.NoError(t, os.WriteFile(creds, data, 0o600))
+	// flotilla-dev publishes into $FLOTILLA_DEV_DIR/chart-repo, as after `make up`.
+	t.Setenv("FLOTILLA_DEV_DIR", dir)
+	return charts, creds
+}
+
+func helloBundle(c api.ClusterStatus) api.BundleStatus {
+	for _, b := range c.Bundles {
+		if b.Name == "example-hello" {
+			return b
+		}
+	}
+	return api.BundleStatus{}
 }
 
 // Fleet's users report it (rancher/fleet#2943, #3277): one cluster lacking a template value must fail alone, visibly, and heal when the value arrives.

@@ -1,6 +1,7 @@
 // Package devenv starts and stops the local Flotilla stack behind `make up` / `make down`: three
-// Kubernetes clusters, the Temporal dev server with its Web UI, the worker, an example repository and
-// GitRepo. Every process is recorded by PID so that `make down` stops exactly what `make up` started.
+// Kubernetes clusters, the Temporal dev server with its Web UI, a Helm chart repository, the worker, an
+// example repository and GitRepo. Every process is recorded by PID so that `make down` stops exactly what
+// `make up` started.
 package devenv
 
 import (
@@ -8,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -98,14 +100,47 @@ func Up(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	addr, err := chartRepoAddr()
+	if err != nil {
+		return err
+	}
+	if want := strings.TrimPrefix(ExampleChartRepoURL, "https://"); addr != want {
+		o.say("starting the chart repository https://%s (%s is taken; the example's copy names the new port)", addr, want)
+	} else {
+		o.say("starting the chart repository https://%s", addr)
+	}
+	charts, _, err := StartChartRepo(ctx, ChartRepoOptions{Bin: filepath.Join(bin, "flotilla-dev"), Dir: filepath.Join(o.Dir, "chart-repo"),
+		Addr: addr, LogFile: filepath.Join(logs, "chart-repo.log"), PIDFile: filepath.Join(pids, "chart-repo.pid"), Detached: true})
+	if err != nil {
+		return err
+	}
+	if _, err := charts.Publish(ExampleChart, "1.0.0"); err != nil {
+		return err
+	}
+	credentials := filepath.Join(o.Dir, "credentials.yaml")
+	data, err := charts.CredentialsYAML()
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(credentials, data, 0o600); err != nil {
+		return err
+	}
 	repoDir := filepath.Join(o.Dir, "git", "example")
 	commit, err := InitRepo(repoDir, filepath.Join(o.Root, "examples", "repo"))
 	if err != nil {
 		return err
 	}
+	if moved, err := PointExampleAtChartRepo(repoDir, charts.URL); err != nil {
+		return err
+	} else if moved {
+		if commit, err = Commit(repoDir, "the chart repository listens on "+charts.URL); err != nil {
+			return err
+		}
+	}
 	o.say("example repository file://%s at %s", repoDir, api.ShortCommit(commit))
 	_, err = StartWorker(WorkerOptions{Bin: bin, Address: tmp.Address(), TaskQueue: o.TaskQueue, CacheDir: filepath.Join(o.Dir, "cache"),
-		LogFile: filepath.Join(logs, "worker.log"), PIDFile: filepath.Join(pids, "worker.pid"), Detached: true})
+		LogFile: filepath.Join(logs, "worker.log"), PIDFile: filepath.Join(pids, "worker.pid"), Detached: true,
+		ExtraArgs: []string{"--credentials", credentials}})
 	if err != nil {
 		return err
 	}
@@ -137,8 +172,13 @@ Flotilla is up (%s).
   Temporal address:  %s
   Example repo:      file://%s   (commit there; the GitRepo polls every 15s)
   Status:            bin/flotilla status example
+  Chart repository:  %s   (account and CA: secret %q of %s)
+                     serves %s 1.0.0; publish another version and the example deploys the newest ^1.0 at its next poll:
+                       bin/flotilla-dev chart-repo publish %s 1.1.0
+                       bin/flotilla status example -o yaml | grep chartVersion
   Kubeconfigs:
-`, time.Since(start).Round(time.Second), tmp.UIAddress(), tmp.Address(), repoDir)
+`, time.Since(start).Round(time.Second), tmp.UIAddress(), tmp.Address(), repoDir, charts.URL, ChartRepoSecret, credentials,
+		ExampleChart, ExampleChart)
 	for _, name := range o.Clusters {
 		fmt.Fprintf(o.Out, "    %-5s KUBECONFIG=%s\n", name, k8s.Kubeconfig(name))
 	}
@@ -166,6 +206,21 @@ func Down(dir string, out io.Writer) error {
 	})
 	fmt.Fprintf(out, "stopped %d processes recorded under %s\n", stopped, dir)
 	return errors.Join(errs...)
+}
+
+// chartRepoAddr is where the example expects the chart repository, or a free loopback port when another
+// program holds that one.
+func chartRepoAddr() (string, error) {
+	addr := strings.TrimPrefix(ExampleChartRepoURL, "https://")
+	l, err := net.Listen("tcp", addr)
+	if err == nil {
+		return addr, l.Close()
+	}
+	port, err := proc.FreePort()
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("127.0.0.1:%d", port), nil
 }
 
 func running(dir string) bool {

@@ -339,10 +339,13 @@ func (r *Repo) Commit(files map[string]string, msg string) string {
 	return head
 }
 
-// CopyExample copies examples/repo into the repository and commits it.
-func (r *Repo) CopyExample() string {
+// CopyExample copies examples/repo into the repository, pointed at the chart repository at chartRepoURL
+// as `make up` points it, and commits it.
+func (r *Repo) CopyExample(chartRepoURL string) string {
 	r.t.Helper()
 	require.NoError(r.t, devenv.CopyTree(filepath.Join(Root(), "examples", "repo"), r.Dir))
+	_, err := devenv.PointExampleAtChartRepo(r.Dir, chartRepoURL)
+	require.NoError(r.t, err)
 	head, err := devenv.Commit(r.Dir, "example bundles")
 	require.NoError(r.t, err)
 	return head

@@ -39,7 +39,10 @@ type Options struct {
 	// AbsoluteURLs writes absolute chart URLs into index.yaml; by default they are relative to the
 	// repository, as `helm repo index` writes them without --url.
 	AbsoluteURLs bool
-	Log          *zap.Logger
+	// PKI is the server's certificate and its CA; a fresh one when nil. A server started again with the
+	// same one stays trusted by the clients configured for it (`make up`'s worker).
+	PKI *testpki.PKI
+	Log *zap.Logger
 }
 
 // Server is a running chart repository.
@@ -87,9 +90,12 @@ func Start(o Options) (*Server, error) {
 	} else if err := os.MkdirAll(s.o.Dir, 0o755); err != nil {
 		return nil, err
 	}
-	pki, err := testpki.New()
-	if err != nil {
-		return nil, err
+	pki := o.PKI
+	if pki == nil {
+		var err error
+		if pki, err = testpki.New(); err != nil {
+			return nil, err
+		}
 	}
 	tlsConfig, err := pki.ServerConfig()
 	if err != nil {
@@ -108,7 +114,7 @@ func Start(o Options) (*Server, error) {
 	s.URL = "https://" + s.addr
 	s.srv = &http.Server{Handler: http.HandlerFunc(s.serve), TLSConfig: tlsConfig, ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: zap.NewStdLog(o.Log.Named("chartrepo-http")), ConnState: s.track}
-	if _, err := s.writeIndex(); err != nil {
+	if _, err := writeIndex(s.o.Dir, s.baseURL()); err != nil {
 		l.Close()
 		return nil, err
 	}
@@ -191,7 +197,23 @@ func (s *Server) Gets(path string) int {
 func (s *Server) Publish(c *chart.Chart) (Published, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	tmp, err := os.MkdirTemp(s.o.Dir, ".package")
+	p, err := publish(s.o.Dir, s.baseURL(), c)
+	if err != nil {
+		return Published{}, err
+	}
+	s.published[p.Path] = p
+	return p, nil
+}
+
+// PublishDir is Publish for a repository whose server runs in another process (`make up`'s): the server
+// reads every file from its directory at each request, and archive and index are each replaced by a
+// rename, so it never serves half a file. The index's chart URLs are relative.
+func PublishDir(dir string, c *chart.Chart) (Published, error) {
+	return publish(dir, "", c)
+}
+
+func publish(dir, base string, c *chart.Chart) (Published, error) {
+	tmp, err := os.MkdirTemp(dir, ".package")
 	if err != nil {
 		return Published{}, err
 	}
@@ -205,13 +227,12 @@ func (s *Server) Publish(c *chart.Chart) (Published, error) {
 		return Published{}, err
 	}
 	name := filepath.Base(file)
-	if err := os.Rename(file, filepath.Join(s.o.Dir, name)); err != nil {
+	if err := os.Rename(file, filepath.Join(dir, name)); err != nil {
 		return Published{}, err
 	}
 	sum := sha256.Sum256(data)
 	p := Published{Name: c.Name(), Version: c.Metadata.Version, Path: "/" + name, Digest: "sha256:" + hex.EncodeToString(sum[:]), Data: data}
-	s.published[p.Path] = p
-	index, err := s.writeIndex()
+	index, err := writeIndex(dir, base)
 	if err != nil {
 		return Published{}, err
 	}
@@ -238,22 +259,32 @@ func (s *Server) Published(path string) (Published, bool) {
 	return p, ok
 }
 
-// writeIndex regenerates index.yaml from the archives in the directory; s.mu is held or not yet shared.
-func (s *Server) writeIndex() (*repo.IndexFile, error) {
-	base := ""
+func (s *Server) baseURL() string {
 	if s.o.AbsoluteURLs {
-		base = s.URL
+		return s.URL
 	}
-	index, err := repo.IndexDirectory(s.o.Dir, base)
+	return ""
+}
+
+// writeIndex regenerates index.yaml from the archives in dir. Its temporary file is its own, as a
+// publisher in another process may index the same directory at the same time.
+func writeIndex(dir, base string) (*repo.IndexFile, error) {
+	index, err := repo.IndexDirectory(dir, base)
 	if err != nil {
-		return nil, fmt.Errorf("indexing %s: %w", s.o.Dir, err)
+		return nil, fmt.Errorf("indexing %s: %w", dir, err)
 	}
 	index.SortEntries()
-	tmp := filepath.Join(s.o.Dir, ".index.yaml.tmp")
-	if err := index.WriteFile(tmp, 0o644); err != nil {
+	f, err := os.CreateTemp(dir, ".index-*.yaml")
+	if err != nil {
 		return nil, err
 	}
-	return index, os.Rename(tmp, filepath.Join(s.o.Dir, "index.yaml"))
+	tmp := f.Name()
+	f.Close()
+	if err := index.WriteFile(tmp, 0o644); err != nil {
+		os.Remove(tmp)
+		return nil, err
+	}
+	return index, os.Rename(tmp, filepath.Join(dir, "index.yaml"))
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {

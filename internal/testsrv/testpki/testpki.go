@@ -100,3 +100,19 @@ func (p *PKI) WriteFiles(dir string) (ca, cert, key string, err error) {
 	}
 	return ca, cert, key, nil
 }
+
+// Load reads the files WriteFiles wrote into dir, so a server started again keeps the CA its clients trust.
+func Load(dir string) (*PKI, error) {
+	p := &PKI{}
+	for name, dst := range map[string]*[]byte{"ca.crt": &p.CAPEM, "server.crt": &p.CertPEM, "server.key": &p.KeyPEM} {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return nil, err
+		}
+		*dst = data
+	}
+	if _, err := p.ServerConfig(); err != nil {
+		return nil, fmt.Errorf("certificate in %s: %w", dir, err)
+	}
+	return p, nil
+}
