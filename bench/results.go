@@ -64,6 +64,17 @@ type Result struct {
 	// (no Kubernetes, no Helm) from the parent's start to every child's report.
 	FloorSeconds *float64 `json:"floor_seconds,omitempty"`
 
+	// ChartSource is where a remote-chart-100 row's chart came from: "git" (vendored in the repository) or
+	// "helm-repo" (the benchmark's Helm repository, over HTTPS with basic auth).
+	ChartSource string `json:"chart_source,omitempty"`
+	// GitChartSeconds is, on a helm-repo row, the git row's flotilla_seconds from the same run; that row's
+	// ratio is flotilla_seconds over it.
+	GitChartSeconds *float64 `json:"git_chart_seconds,omitempty"`
+	// ChartArchiveGets and ChartIndexGets are the GETs of the chart's archive and of index.yaml the Helm
+	// repository served during a helm-repo row's rollout (one worker, one chart version).
+	ChartArchiveGets *int `json:"chart_archive_gets,omitempty"`
+	ChartIndexGets   *int `json:"chart_index_gets,omitempty"`
+
 	// FleetSeconds is Rancher Fleet's median on the same shape and machine kind (fleet-shape rows).
 	FleetSeconds *float64 `json:"fleet_seconds,omitempty"`
 	Target       string   `json:"target,omitempty"`
@@ -93,6 +104,13 @@ func round(v float64, digits int) float64 {
 		return -float64(int64(-v*p+0.5)) / p
 	}
 	return float64(int64(v*p+0.5)) / p
+}
+
+func fmtInt(v *int) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprint(*v)
 }
 
 // writeJSON writes the report, creating the folder.
@@ -152,6 +170,13 @@ func details(r Result) string {
 	}
 	if r.DuplicatedRevisions != nil {
 		parts = append(parts, fmt.Sprintf("killed at %.1fs, %d duplicated revisions", *r.KilledAtSeconds, *r.DuplicatedRevisions))
+	}
+	switch {
+	case r.ChartSource == "git":
+		parts = append(parts, "chart vendored in git")
+	case r.ChartSource != "":
+		parts = append(parts, fmt.Sprintf("chart from a Helm repository: %s archive GETs, %s index.yaml GETs; vendored %s",
+			fmtInt(r.ChartArchiveGets), fmtInt(r.ChartIndexGets), fmtPtr(r.GitChartSeconds)))
 	}
 	if r.FloorSeconds != nil {
 		parts = append(parts, fmt.Sprintf("empty workflow shape done in %.2fs", *r.FloorSeconds))
