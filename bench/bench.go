@@ -225,7 +225,7 @@ func judge(r *Result) {
 		set("0 duplicated revisions", *r.DuplicatedRevisions == 0)
 	case r.Experiment == "remote-chart-100" && r.Clusters == 100 && r.ChartSource == chartSourceHelmRepo && r.Ratio != nil &&
 		r.ChartArchiveGets != nil:
-		met := *r.Ratio <= targetRemoteChartRatio && *r.ChartArchiveGets <= chartVersionsDeployed*chartWorkers
+		met := *r.Ratio <= targetRemoteChartRatio && *r.ChartArchiveGets <= chartVersionsDeployed*max(r.Rollouts, 1)
 		set(fmt.Sprintf("ratio ≤ %.2f; 1 archive GET per version per worker", targetRemoteChartRatio), met)
 	case r.Experiment == "idle-check" && r.Clusters >= 100 && r.TemporalActionsPerClusterInterval != nil:
 		// Per-cluster memory is the worker's whole RSS over the clusters: meaningless for a handful.

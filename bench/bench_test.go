@@ -82,17 +82,37 @@ func TestRemoteChartIsJudgedOnRatioAndArchiveGets(t *testing.T) {
 	judge(&quick)
 	require.Nil(t, quick.TargetMet)
 
-	fast := Result{Experiment: "remote-chart-100", Clusters: 100, ChartSource: chartSourceHelmRepo, Ratio: ptr(1.04), ChartArchiveGets: ptr(1)}
+	fast := Result{Experiment: "remote-chart-100", Clusters: 100, ChartSource: chartSourceHelmRepo, Ratio: ptr(1.04), ChartArchiveGets: ptr(2), Rollouts: 2}
 	judge(&fast)
-	require.True(t, *fast.TargetMet)
+	require.True(t, *fast.TargetMet, "one GET by each rollout's worker")
 
-	perCluster := Result{Experiment: "remote-chart-100", Clusters: 100, ChartSource: chartSourceHelmRepo, Ratio: ptr(1.0), ChartArchiveGets: ptr(100)}
+	twice := Result{Experiment: "remote-chart-100", Clusters: 100, ChartSource: chartSourceHelmRepo, Ratio: ptr(1.0), ChartArchiveGets: ptr(2), Rollouts: 1}
+	judge(&twice)
+	require.False(t, *twice.TargetMet, "one worker fetched the archive twice")
+
+	perCluster := Result{Experiment: "remote-chart-100", Clusters: 100, ChartSource: chartSourceHelmRepo, Ratio: ptr(1.0), ChartArchiveGets: ptr(200), Rollouts: 2}
 	judge(&perCluster)
 	require.False(t, *perCluster.TargetMet, "an archive fetched per cluster misses the goal however fast")
 
-	slow := Result{Experiment: "remote-chart-100", Clusters: 100, ChartSource: chartSourceHelmRepo, Ratio: ptr(1.06), ChartArchiveGets: ptr(1)}
+	slow := Result{Experiment: "remote-chart-100", Clusters: 100, ChartSource: chartSourceHelmRepo, Ratio: ptr(1.06), ChartArchiveGets: ptr(2), Rollouts: 2}
 	judge(&slow)
 	require.False(t, *slow.TargetMet)
+}
+
+// A side's row is the mean of its rollouts, with every rollout's time kept and the GETs of all its workers.
+func TestRemoteChartRowIsTheMeanOfItsRollouts(t *testing.T) {
+	row := meanRollouts([]Result{
+		{FlotillaSeconds: 20, WorkerPeakRSSMB: 150, TemporalActions: 900, WorkerCPUSeconds: 8, ChartArchiveGets: ptr(1), ChartIndexGets: ptr(2)},
+		{FlotillaSeconds: 30, WorkerPeakRSSMB: 170, TemporalActions: 1000, WorkerCPUSeconds: 9, ChartArchiveGets: ptr(1), ChartIndexGets: ptr(1)},
+	})
+	require.Equal(t, 25.0, row.FlotillaSeconds)
+	require.Equal(t, 170.0, row.WorkerPeakRSSMB, "the highest peak, not a mean of peaks")
+	require.Equal(t, int64(950), row.TemporalActions)
+	require.Equal(t, 8.5, row.WorkerCPUSeconds)
+	require.Equal(t, 2, *row.ChartArchiveGets)
+	require.Equal(t, 3, *row.ChartIndexGets)
+	require.Equal(t, 2, row.Rollouts)
+	require.Equal(t, "rollouts 20.00 s, 30.00 s", row.Notes)
 }
 
 // Both sides of remote-chart-100 deploy the same chart: the vendored folder loads to exactly the files

@@ -71,9 +71,12 @@ type Result struct {
 	// ratio is flotilla_seconds over it.
 	GitChartSeconds *float64 `json:"git_chart_seconds,omitempty"`
 	// ChartArchiveGets and ChartIndexGets are the GETs of the chart's archive and of index.yaml the Helm
-	// repository served during a helm-repo row's rollout (one worker, one chart version).
+	// repository served during a helm-repo row's rollouts, summed: one chart version, one worker each.
 	ChartArchiveGets *int `json:"chart_archive_gets,omitempty"`
 	ChartIndexGets   *int `json:"chart_index_gets,omitempty"`
+	// Rollouts is how many rollouts a row's figures are the mean of (remote-chart-100), each with a
+	// Temporal dev server and a worker of its own.
+	Rollouts int `json:"rollouts,omitempty"`
 
 	// FleetSeconds is Rancher Fleet's median on the same shape and machine kind (fleet-shape rows).
 	FleetSeconds *float64 `json:"fleet_seconds,omitempty"`
@@ -175,8 +178,8 @@ func details(r Result) string {
 	case r.ChartSource == "git":
 		parts = append(parts, "chart vendored in git")
 	case r.ChartSource != "":
-		parts = append(parts, fmt.Sprintf("chart from a Helm repository: %s archive GETs, %s index.yaml GETs; vendored %s",
-			fmtInt(r.ChartArchiveGets), fmtInt(r.ChartIndexGets), fmtPtr(r.GitChartSeconds)))
+		parts = append(parts, fmt.Sprintf("chart from a Helm repository: %s archive GETs, %s index.yaml GETs by %d workers; vendored %s",
+			fmtInt(r.ChartArchiveGets), fmtInt(r.ChartIndexGets), r.Rollouts, fmtPtr(r.GitChartSeconds)))
 	}
 	if r.FloorSeconds != nil {
 		parts = append(parts, fmt.Sprintf("empty workflow shape done in %.2fs", *r.FloorSeconds))
