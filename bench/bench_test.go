@@ -102,10 +102,11 @@ func TestRemoteChartIsJudgedOnRatioAndArchiveGets(t *testing.T) {
 // A side's row is the mean of its rollouts, with every rollout's time kept and the GETs of all its workers.
 func TestRemoteChartRowIsTheMeanOfItsRollouts(t *testing.T) {
 	row := meanRollouts([]Result{
-		{FlotillaSeconds: 20, WorkerPeakRSSMB: 150, TemporalActions: 900, WorkerCPUSeconds: 8, ChartArchiveGets: ptr(1), ChartIndexGets: ptr(2)},
-		{FlotillaSeconds: 30, WorkerPeakRSSMB: 170, TemporalActions: 1000, WorkerCPUSeconds: 9, ChartArchiveGets: ptr(1), ChartIndexGets: ptr(1)},
+		{FlotillaSeconds: 20, DiscoveredSeconds: ptr(0.5), WorkerPeakRSSMB: 150, TemporalActions: 900, WorkerCPUSeconds: 8, ChartArchiveGets: ptr(1), ChartIndexGets: ptr(2)},
+		{FlotillaSeconds: 30, DiscoveredSeconds: ptr(0.7), WorkerPeakRSSMB: 170, TemporalActions: 1000, WorkerCPUSeconds: 9, ChartArchiveGets: ptr(1), ChartIndexGets: ptr(1)},
 	})
 	require.Equal(t, 25.0, row.FlotillaSeconds)
+	require.Equal(t, 0.6, *row.DiscoveredSeconds)
 	require.Equal(t, 170.0, row.WorkerPeakRSSMB, "the highest peak, not a mean of peaks")
 	require.Equal(t, int64(950), row.TemporalActions)
 	require.Equal(t, 8.5, row.WorkerCPUSeconds)

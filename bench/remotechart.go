@@ -16,6 +16,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	"sigs.k8s.io/yaml"
 
+	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/internal/devenv"
 	"github.com/flotilla-gitops/flotilla/internal/testsrv/chartrepo"
 	"github.com/flotilla-gitops/flotilla/internal/testsrv/testchart"
@@ -96,6 +97,12 @@ func (e *env) remoteChart(ctx context.Context, name string, n int) ([]Result, er
 		}
 		defer r.stop()
 		res.ChartSource = source
+		// The plan is where the remote side resolves the chart and fetches its archive, once for every cluster.
+		start, planned, err := r.activityCompletion(ctx, api.GitRepoWorkflowID(tag), "Plan")
+		if err != nil {
+			return res, err
+		}
+		res.DiscoveredSeconds = ptr(round(planned.Sub(start).Seconds(), 2))
 		archive, index := gets()
 		res.ChartArchiveGets, res.ChartIndexGets = ptr(archive-archive0), ptr(index-index0)
 		if source == chartSourceGit {
@@ -137,18 +144,21 @@ func (e *env) remoteChart(ctx context.Context, name string, n int) ([]Result, er
 	return []Result{git, remote}, nil
 }
 
-// meanRollouts folds rollouts of one side into its row: the mean of each time and counter, the highest
+// meanRollouts folds rollouts of one side into its row: the mean of each time (the plan's included) and counter, the highest
 // peak memory, the sum of the GETs (each rollout had a worker of its own, with an empty cache), and each
 // rollout's time in the notes so the spread stays visible.
 func meanRollouts(rs []Result) Result {
 	out := rs[0]
 	k := float64(len(rs))
-	var secs, wcpu, tcpu, acpu, ecpu float64
+	var secs, planned, wcpu, tcpu, acpu, ecpu float64
 	var actions, requests, events int64
 	var archive, index int
 	var times []string
 	for _, r := range rs {
 		secs += r.FlotillaSeconds
+		if r.DiscoveredSeconds != nil {
+			planned += *r.DiscoveredSeconds
+		}
 		wcpu, tcpu, acpu, ecpu = wcpu+r.WorkerCPUSeconds, tcpu+r.TemporalCPUSeconds, acpu+r.APIServerCPUSeconds, ecpu+r.EtcdCPUSeconds
 		actions, requests, events = actions+r.TemporalActions, requests+r.APIRequests, events+r.GitRepoHistoryEvents
 		out.WorkerPeakRSSMB = max(out.WorkerPeakRSSMB, r.WorkerPeakRSSMB)
@@ -158,6 +168,7 @@ func meanRollouts(rs []Result) Result {
 		times = append(times, fmt.Sprintf("%.2f", r.FlotillaSeconds))
 	}
 	out.FlotillaSeconds = round(secs/k, 2)
+	out.DiscoveredSeconds = ptr(round(planned/k, 2))
 	out.WorkerCPUSeconds, out.TemporalCPUSeconds = round(wcpu/k, 2), round(tcpu/k, 2)
 	out.APIServerCPUSeconds, out.EtcdCPUSeconds = round(acpu/k, 2), round(ecpu/k, 2)
 	out.TemporalActions, out.APIRequests = int64(float64(actions)/k+0.5), int64(float64(requests)/k+0.5)

@@ -59,7 +59,9 @@ type Result struct {
 	// DuplicatedRevisions counts releases holding more Helm revisions than commits deployed (recovery).
 	DuplicatedRevisions *int     `json:"duplicated_revisions,omitempty"`
 	KilledAtSeconds     *float64 `json:"killed_at_seconds,omitempty"`
-	DiscoveredSeconds   *float64 `json:"discovered_seconds,omitempty"`
+	// DiscoveredSeconds is when the GitRepo's Plan activity completed, from the workflow's start: discovery,
+	// and for remote charts their resolution and the archive's fetch.
+	DiscoveredSeconds *float64 `json:"discovered_seconds,omitempty"`
 	// FloorSeconds is the orchestration-floor row's time: Flotilla's workflow shape with empty activities
 	// (no Kubernetes, no Helm) from the parent's start to every child's report.
 	FloorSeconds *float64 `json:"floor_seconds,omitempty"`
@@ -184,7 +186,9 @@ func details(r Result) string {
 	if r.FloorSeconds != nil {
 		parts = append(parts, fmt.Sprintf("empty workflow shape done in %.2fs", *r.FloorSeconds))
 	}
-	if r.DiscoveredSeconds != nil {
+	if r.DiscoveredSeconds != nil && r.ChartSource != "" {
+		parts = append(parts, fmt.Sprintf("planned in %.2fs", *r.DiscoveredSeconds))
+	} else if r.DiscoveredSeconds != nil {
 		parts = append(parts, fmt.Sprintf("discovered in %.2fs", *r.DiscoveredSeconds))
 	}
 	parts = append(parts, fmt.Sprintf("CPU s worker %.1f temporal %.1f apiservers %.1f", r.WorkerCPUSeconds, r.TemporalCPUSeconds, r.APIServerCPUSeconds))
