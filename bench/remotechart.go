@@ -22,8 +22,8 @@ import (
 	"github.com/flotilla-gitops/flotilla/internal/testsrv/testchart"
 )
 
-// remote-chart-100: one chart deployed to simulated clusters twice in the same run, once vendored in the
-// git repository and once from a Helm repository (HTTPS, basic auth, a CA of its own), same chart bytes,
+// remote-chart-100: one chart deployed to simulated clusters from two sources in the same run, vendored in
+// the git repository and from a Helm repository (HTTPS, basic auth, a CA of its own), same chart bytes,
 // same cluster count. What it prices is the remote path: resolving the source in the plan, fetching the
 // archive once into the worker's cache, and loading it from there for every cluster.
 
@@ -86,10 +86,10 @@ func (e *env) remoteChart(ctx context.Context, name string, n int) ([]Result, er
 					repo.URL, benchChartName, benchChartConstraint, benchChartName), nil)
 			}},
 	}
-	rollout := func(source, tag string, n int) (Result, error) {
+	rollout := func(source, tag string, clusters int) (Result, error) {
 		dc := cases[source]
 		dc.experiment, dc.tag = name, tag
-		dc.clusters, dc.bundles, dc.cms, dc.simulate, dc.keep = n, 1, benchChartPayloads+1, true, true
+		dc.clusters, dc.bundles, dc.cms, dc.simulate, dc.keep = clusters, 1, benchChartPayloads+1, true, true
 		archive0, index0 := gets()
 		res, r, err := e.deploy(ctx, dc)
 		if err != nil {
@@ -115,7 +115,7 @@ func (e *env) remoteChart(ctx context.Context, name string, n int) ([]Result, er
 		if archive == archive0 {
 			return res, fmt.Errorf("%s: the Helm repository served no archive: the chart did not come from it", dc.tag)
 		}
-		return res, r.deployedDigest(ctx, dc.tag, n, pub.Digest)
+		return res, r.deployedDigest(ctx, dc.tag, clusters, pub.Digest)
 	}
 
 	// On a shared machine the first rollout of a run and any drift in the load favour one side by more
@@ -144,9 +144,9 @@ func (e *env) remoteChart(ctx context.Context, name string, n int) ([]Result, er
 	return []Result{git, remote}, nil
 }
 
-// meanRollouts folds rollouts of one side into its row: the mean of each time (the plan's included) and counter, the highest
-// peak memory, the sum of the GETs (each rollout had a worker of its own, with an empty cache), and each
-// rollout's time in the notes so the spread stays visible.
+// meanRollouts folds rollouts of one side into its row: the mean of each time (the plan's included) and
+// counter, the highest peak memory, the sum of the GETs (each rollout had a worker of its own, with an
+// empty cache), and each rollout's time in the notes so the spread stays visible.
 func meanRollouts(rs []Result) Result {
 	out := rs[0]
 	k := float64(len(rs))
