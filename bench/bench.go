@@ -47,7 +47,7 @@ var TunedTemporal = map[string]string{
 // Experiments lists every experiment in the order a run performs them.
 var Experiments = []string{
 	"fleet-shape-1x10x3", "fleet-shape-50x3", "gitrepo-50-bundles", "deploy-1x10", "deploy-50x50", "recovery",
-	"fanout-1000", "idle-check", "orchestration-floor",
+	"fanout-1000", "idle-check", "orchestration-floor", "remote-chart-100",
 }
 
 // Run performs the selected experiments and returns their results; an experiment that fails is
@@ -175,6 +175,8 @@ func (e *env) experiment(ctx context.Context, name string) ([]Result, error) {
 			out = append(out, res)
 		}
 		return out, nil
+	case "remote-chart-100":
+		return e.remoteChart(ctx, name, e.scale(100, 5))
 	case "idle-check":
 		var out []Result
 		shapes := []struct {
@@ -221,6 +223,10 @@ func judge(r *Result) {
 		set(fmt.Sprintf("≤ %.0f s", targetFanout1000), r.FlotillaSeconds <= targetFanout1000)
 	case r.Experiment == "recovery" && r.DuplicatedRevisions != nil:
 		set("0 duplicated revisions", *r.DuplicatedRevisions == 0)
+	case r.Experiment == "remote-chart-100" && r.Clusters == 100 && r.ChartSource == chartSourceHelmRepo && r.Ratio != nil &&
+		r.ChartArchiveGets != nil:
+		met := *r.Ratio <= targetRemoteChartRatio && *r.ChartArchiveGets <= chartVersionsDeployed*max(r.Rollouts, 1)
+		set(fmt.Sprintf("ratio ≤ %.2f; 1 archive GET per version per worker", targetRemoteChartRatio), met)
 	case r.Experiment == "idle-check" && r.Clusters >= 100 && r.TemporalActionsPerClusterInterval != nil:
 		// Per-cluster memory is the worker's whole RSS over the clusters: meaningless for a handful.
 		met := *r.TemporalActionsPerClusterInterval <= targetIdleActions && *r.APIRequestsPerClusterInterval <= targetIdleAPIRequests &&

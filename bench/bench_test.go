@@ -1,16 +1,20 @@
 package bench
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
 
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/fleet/bundle"
 	"github.com/flotilla-gitops/flotilla/fleet/render"
+	"github.com/flotilla-gitops/flotilla/internal/testsrv/testchart"
 )
 
 // The counters come from Prometheus text: labelled and bare series are summed, a metric that merely
@@ -65,6 +69,88 @@ func TestTargetsAreJudgedOnlyOnTheirOwnShape(t *testing.T) {
 		WorkerRSSMBPerCluster: ptr(0.2)}
 	judge(&idle)
 	require.False(t, *idle.TargetMet, "every idle bound must hold, API requests included")
+}
+
+// remote-chart-100 is judged on its remote row at full scale, on both goals: the time against the
+// vendored chart and the archive fetched once.
+func TestRemoteChartIsJudgedOnRatioAndArchiveGets(t *testing.T) {
+	git := Result{Experiment: "remote-chart-100", Clusters: 100, ChartSource: chartSourceGit, FlotillaSeconds: 10}
+	judge(&git)
+	require.Nil(t, git.TargetMet, "the vendored row is the baseline")
+
+	quick := Result{Experiment: "remote-chart-100", Clusters: 5, ChartSource: chartSourceHelmRepo, Ratio: ptr(3.0), ChartArchiveGets: ptr(1)}
+	judge(&quick)
+	require.Nil(t, quick.TargetMet)
+
+	fast := Result{Experiment: "remote-chart-100", Clusters: 100, ChartSource: chartSourceHelmRepo, Ratio: ptr(1.04), ChartArchiveGets: ptr(2), Rollouts: 2}
+	judge(&fast)
+	require.True(t, *fast.TargetMet, "one GET by each rollout's worker")
+
+	twice := Result{Experiment: "remote-chart-100", Clusters: 100, ChartSource: chartSourceHelmRepo, Ratio: ptr(1.0), ChartArchiveGets: ptr(2), Rollouts: 1}
+	judge(&twice)
+	require.False(t, *twice.TargetMet, "one worker fetched the archive twice")
+
+	perCluster := Result{Experiment: "remote-chart-100", Clusters: 100, ChartSource: chartSourceHelmRepo, Ratio: ptr(1.0), ChartArchiveGets: ptr(200), Rollouts: 2}
+	judge(&perCluster)
+	require.False(t, *perCluster.TargetMet, "an archive fetched per cluster misses the goal however fast")
+
+	slow := Result{Experiment: "remote-chart-100", Clusters: 100, ChartSource: chartSourceHelmRepo, Ratio: ptr(1.06), ChartArchiveGets: ptr(2), Rollouts: 2}
+	judge(&slow)
+	require.False(t, *slow.TargetMet)
+}
+
+// A side's row is the mean of its rollouts, with every rollout's time kept and the GETs of all its workers.
+func TestRemoteChartRowIsTheMeanOfItsRollouts(t *testing.T) {
+	row := meanRollouts([]Result{
+		{FlotillaSeconds: 20, DiscoveredSeconds: ptr(0.5), WorkerPeakRSSMB: 150, TemporalActions: 900, WorkerCPUSeconds: 8, ChartArchiveGets: ptr(1), ChartIndexGets: ptr(2)},
+		{FlotillaSeconds: 30, DiscoveredSeconds: ptr(0.7), WorkerPeakRSSMB: 170, TemporalActions: 1000, WorkerCPUSeconds: 9, ChartArchiveGets: ptr(1), ChartIndexGets: ptr(1)},
+	})
+	require.Equal(t, 25.0, row.FlotillaSeconds)
+	require.Equal(t, 0.6, *row.DiscoveredSeconds)
+	require.Equal(t, 170.0, row.WorkerPeakRSSMB, "the highest peak, not a mean of peaks")
+	require.Equal(t, int64(950), row.TemporalActions)
+	require.Equal(t, 8.5, row.WorkerCPUSeconds)
+	require.Equal(t, 2, *row.ChartArchiveGets)
+	require.Equal(t, 3, *row.ChartIndexGets)
+	require.Equal(t, 2, row.Rollouts)
+	require.Equal(t, "rollouts 20.00 s, 30.00 s", row.Notes)
+}
+
+// Both sides of remote-chart-100 deploy the same chart: the vendored folder loads to exactly the files
+// of the archive the Helm repository serves, and renders the same ten ConfigMaps.
+func TestVendoredBenchChartIsTheServedArchive(t *testing.T) {
+	archive, err := testchart.Package(benchChart())
+	require.NoError(t, err)
+	dir := filepath.Join(t.TempDir(), "repo")
+	commit, err := writeChartRepo(dir, "helm:\n  releaseName: web\n", archive)
+	require.NoError(t, err)
+
+	served, err := loader.LoadArchive(bytes.NewReader(archive))
+	require.NoError(t, err)
+	vendored, err := render.LoadRepoChart(dir, "bundles/web")
+	require.NoError(t, err)
+	files := func(c *chart.Chart) map[string]string {
+		out := map[string]string{}
+		for _, f := range append(append(append([]*chart.File{}, c.Raw...), c.Templates...), c.Files...) {
+			out[f.Name] = string(f.Data)
+		}
+		return out
+	}
+	require.Equal(t, files(served), files(vendored))
+	require.Equal(t, served.Metadata, vendored.Metadata)
+
+	refs, err := bundle.Discover(dir, "bench", []string{"bundles"})
+	require.NoError(t, err)
+	require.Len(t, refs, 1)
+	b, err := bundle.Load(dir, refs[0])
+	require.NoError(t, err)
+	rel, err := render.ForCluster(render.Input{RepoRoot: dir, Bundle: b, GitRepo: "bench", Commit: commit,
+		Cluster: fleet.ClusterInfo{Name: "sim-1", Namespace: fleet.DefaultNamespace, ConfineToNamespace: "sim-1"}})
+	require.NoError(t, err)
+	out, err := render.Template(rel, render.TemplateOptions{})
+	require.NoError(t, err)
+	require.Equal(t, benchChartPayloads+1, strings.Count(string(out), "kind: ConfigMap"))
+	require.Greater(t, len(out), benchChartPayloads*10*1024)
 }
 
 func TestReportNamesTheExperimentsThatCouldNotBeMeasured(t *testing.T) {

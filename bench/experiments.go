@@ -34,6 +34,7 @@ const (
 	targetIdleActions          = 2.0
 	targetIdleAPIRequests      = 5.0
 	targetWorkerMBPerCluster   = 1.0
+	targetRemoteChartRatio     = 1.05
 	fleetShape1x10x3Seconds    = 1.58
 	fleetShape50x3Seconds      = 43.4
 	recoveryKillFraction       = 0.25
@@ -56,6 +57,13 @@ type deployCase struct {
 	// keep leaves Temporal and the worker running for a following measurement (idle-check).
 	keep    bool
 	timeout time.Duration
+	// writeRepo writes the repository into a folder and returns its commit; nil writes `bundles` bundles
+	// of `cms` ConfigMaps (writeRepo).
+	writeRepo func(dir string) (string, error)
+	// helmSecretName names the worker's credentials for the GitRepo's charts (spec.helmSecretName).
+	helmSecretName string
+	// workerArgs are added to the worker's command line (its credentials file).
+	workerArgs []string
 }
 
 func (e *env) deploy(ctx context.Context, dc deployCase) (Result, *run, error) {
@@ -65,7 +73,11 @@ func (e *env) deploy(ctx context.Context, dc deployCase) (Result, *run, error) {
 	}
 	simulated := clusters[0].Namespace != ""
 	repoDir := filepath.Join(e.dir, "repos", dc.tag)
-	commit, err := writeRepo(repoDir, dc.bundles, dc.cms)
+	write := dc.writeRepo
+	if write == nil {
+		write = func(dir string) (string, error) { return writeRepo(dir, dc.bundles, dc.cms) }
+	}
+	commit, err := write(repoDir)
 	if err != nil {
 		return Result{}, nil, err
 	}
@@ -80,7 +92,7 @@ func (e *env) deploy(ctx context.Context, dc deployCase) (Result, *run, error) {
 		}
 	}
 
-	r, err := e.startRun(ctx, dc.tag, clusters, map[string]string{"bench": dc.tag})
+	r, err := e.startRun(ctx, dc.tag, clusters, map[string]string{"bench": dc.tag}, dc.workerArgs)
 	if err != nil {
 		return res, nil, err
 	}
@@ -93,7 +105,8 @@ func (e *env) deploy(ctx context.Context, dc deployCase) (Result, *run, error) {
 	in := workflows.GitRepoInput{
 		GitRepo: fleet.GitRepo{Metadata: fleet.ObjectMeta{Name: dc.tag}, Spec: fleet.GitRepoSpec{
 			Repo: "file://" + repoDir, Branch: "main", Paths: []string{"bundles"}, PollingInterval: defaultGitRepoPollInterval,
-			Targets: []fleet.GitTarget{{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"bench": dc.tag}}}},
+			HelmSecretName: dc.helmSecretName,
+			Targets:        []fleet.GitTarget{{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"bench": dc.tag}}}},
 		}},
 	}
 	if !simulated {

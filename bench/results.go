@@ -59,10 +59,26 @@ type Result struct {
 	// DuplicatedRevisions counts releases holding more Helm revisions than commits deployed (recovery).
 	DuplicatedRevisions *int     `json:"duplicated_revisions,omitempty"`
 	KilledAtSeconds     *float64 `json:"killed_at_seconds,omitempty"`
-	DiscoveredSeconds   *float64 `json:"discovered_seconds,omitempty"`
+	// DiscoveredSeconds is when the GitRepo's Plan activity completed, from the workflow's start: discovery,
+	// and for remote charts their resolution and the archive's fetch.
+	DiscoveredSeconds *float64 `json:"discovered_seconds,omitempty"`
 	// FloorSeconds is the orchestration-floor row's time: Flotilla's workflow shape with empty activities
 	// (no Kubernetes, no Helm) from the parent's start to every child's report.
 	FloorSeconds *float64 `json:"floor_seconds,omitempty"`
+
+	// ChartSource is where a remote-chart-100 row's chart came from: "git" (vendored in the repository) or
+	// "helm-repo" (the benchmark's Helm repository, over HTTPS with basic auth).
+	ChartSource string `json:"chart_source,omitempty"`
+	// GitChartSeconds is, on a helm-repo row, the git row's flotilla_seconds from the same run; that row's
+	// ratio is flotilla_seconds over it.
+	GitChartSeconds *float64 `json:"git_chart_seconds,omitempty"`
+	// ChartArchiveGets and ChartIndexGets are the GETs of the chart's archive and of index.yaml the Helm
+	// repository served during a helm-repo row's rollouts, summed: one chart version, one worker each.
+	ChartArchiveGets *int `json:"chart_archive_gets,omitempty"`
+	ChartIndexGets   *int `json:"chart_index_gets,omitempty"`
+	// Rollouts is how many rollouts a row's figures are the mean of (remote-chart-100), each with a
+	// Temporal dev server and a worker of its own.
+	Rollouts int `json:"rollouts,omitempty"`
 
 	// FleetSeconds is Rancher Fleet's median on the same shape and machine kind (fleet-shape rows).
 	FleetSeconds *float64 `json:"fleet_seconds,omitempty"`
@@ -93,6 +109,13 @@ func round(v float64, digits int) float64 {
 		return -float64(int64(-v*p+0.5)) / p
 	}
 	return float64(int64(v*p+0.5)) / p
+}
+
+func fmtInt(v *int) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprint(*v)
 }
 
 // writeJSON writes the report, creating the folder.
@@ -153,10 +176,19 @@ func details(r Result) string {
 	if r.DuplicatedRevisions != nil {
 		parts = append(parts, fmt.Sprintf("killed at %.1fs, %d duplicated revisions", *r.KilledAtSeconds, *r.DuplicatedRevisions))
 	}
+	switch {
+	case r.ChartSource == "git":
+		parts = append(parts, "chart vendored in git")
+	case r.ChartSource != "":
+		parts = append(parts, fmt.Sprintf("chart from a Helm repository: %s archive GETs, %s index.yaml GETs by %d workers; vendored %s",
+			fmtInt(r.ChartArchiveGets), fmtInt(r.ChartIndexGets), r.Rollouts, fmtPtr(r.GitChartSeconds)))
+	}
 	if r.FloorSeconds != nil {
 		parts = append(parts, fmt.Sprintf("empty workflow shape done in %.2fs", *r.FloorSeconds))
 	}
-	if r.DiscoveredSeconds != nil {
+	if r.DiscoveredSeconds != nil && r.ChartSource != "" {
+		parts = append(parts, fmt.Sprintf("planned in %.2fs", *r.DiscoveredSeconds))
+	} else if r.DiscoveredSeconds != nil {
 		parts = append(parts, fmt.Sprintf("discovered in %.2fs", *r.DiscoveredSeconds))
 	}
 	parts = append(parts, fmt.Sprintf("CPU s worker %.1f temporal %.1f apiservers %.1f", r.WorkerCPUSeconds, r.TemporalCPUSeconds, r.APIServerCPUSeconds))

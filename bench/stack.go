@@ -173,13 +173,15 @@ type run struct {
 	queries atomic.Int64
 	// workerCPUBefore is the CPU time of worker processes that were killed, so totals survive a restart.
 	workerCPUBefore float64
+	// workerArgs are added to the worker's command line, at every start.
+	workerArgs []string
 }
 
 // startRun starts Temporal with the clusters already in the inventory, then the worker, and waits until
 // the worker polls. Starting the inventory with its content is what continue-as-new does; it spares
 // the benchmark a thousand updates that are not what it measures.
-func (e *env) startRun(ctx context.Context, name string, clusters []benchCluster, labels map[string]string) (*run, error) {
-	r := &run{e: e, name: name, dir: filepath.Join(e.dir, "runs", name)}
+func (e *env) startRun(ctx context.Context, name string, clusters []benchCluster, labels map[string]string, workerArgs []string) (*run, error) {
+	r := &run{e: e, name: name, dir: filepath.Join(e.dir, "runs", name), workerArgs: workerArgs}
 	tmp, err := tempdev.Start(ctx, tempdev.Options{Bin: filepath.Join(e.cfg.BinDir, "temporal"), Dir: filepath.Join(r.dir, "temporal"),
 		Headless: true, SearchAttributes: api.SearchAttributes, LogFile: filepath.Join(r.dir, "temporal.log"),
 		DynamicConfig: e.cfg.TemporalDynamicConfig})
@@ -214,7 +216,7 @@ func (e *env) startRun(ctx context.Context, name string, clusters []benchCluster
 
 func (r *run) startWorker(ctx context.Context) error {
 	w, err := devenv.StartWorker(devenv.WorkerOptions{Bin: r.e.cfg.BinDir, Address: r.temporal.Address(), TaskQueue: api.DefaultTaskQueue,
-		CacheDir: filepath.Join(r.dir, "gitcache"), LogFile: filepath.Join(r.dir, "worker.log")})
+		CacheDir: filepath.Join(r.dir, "gitcache"), LogFile: filepath.Join(r.dir, "worker.log"), ExtraArgs: r.workerArgs})
 	if err != nil {
 		return err
 	}
