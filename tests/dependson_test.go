@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -132,6 +134,50 @@ func waitsFor(c api.ClusterStatus, bundle, dependency, state string) bool {
 // lets the dashboard in as soon as the CRD bundle is NotReady.
 func TestADependentWaitsOnEachClusterUntilItsDependencyIsReadyThere(t *testing.T) {
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a"}, {Name: "b"}}})
+	dependentWaitsForItsDependency(t, s, helmMultiChart(), "")
+	s.RecordHistories(map[string]string{"cluster-depends-on.json": api.ClusterWorkflowID("multi", "two")})
+}
+
+// The same, with both charts from a Helm repository (HTTPS, basic auth), as Fleet's helm-multi-chart
+// installs rancher-monitoring and its CRD chart: the charts are resolved and pinned by the plan, and the
+// order holds on every cluster.
+func TestADependentFromAChartRepositoryWaitsForItsDependency(t *testing.T) {
+	repo, creds := startChartRepo(t)
+	files := helmMultiChart()
+	for _, c := range []struct{ dir, name string }{{"helm-multi-chart/crd", "widgets-crd"}, {"helm-multi-chart/app", "widgets"}} {
+		_, err := repo.Publish(chartFromFiles(t, files, c.dir+"/chart"))
+		require.NoError(t, err)
+		fy := files[c.dir+"/fleet.yaml"]
+		files[c.dir+"/fleet.yaml"] = strings.Replace(fy, "  chart: ./chart\n",
+			fmt.Sprintf("  repo: %s\n  chart: %s\n  version: \"~0.1\"\n", repo.URL, c.name), 1)
+		for f := range files {
+			if strings.HasPrefix(f, c.dir+"/chart/") {
+				delete(files, f)
+			}
+		}
+	}
+	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a"}, {Name: "b"}},
+		WorkerArgs: []string{"--credentials", creds}})
+	dependentWaitsForItsDependency(t, s, files, "charts")
+	assertNowhere(t, s, chartRepoPassword)
+}
+
+// chartFromFiles is the chart in folder dir of files, as Helm loads it.
+func chartFromFiles(t *testing.T, files map[string]string, dir string) *chart.Chart {
+	t.Helper()
+	var buffered []*loader.BufferedFile
+	for name, data := range files {
+		if strings.HasPrefix(name, dir+"/") {
+			buffered = append(buffered, &loader.BufferedFile{Name: strings.TrimPrefix(name, dir+"/"), Data: []byte(data)})
+		}
+	}
+	c, err := loader.LoadFiles(buffered)
+	require.NoError(t, err)
+	return c
+}
+
+func dependentWaitsForItsDependency(t *testing.T, s *harness.Stack, files map[string]string, helmSecret string) {
+	t.Helper()
 	operator := map[string]any{"operatorImage": "registry.example.com/widget-operator:1.0"}
 	s.AddCluster("one", "a", map[string]string{"env": "prod"}, operator)
 	s.AddCluster("two", "b", map[string]string{"env": "prod"}, operator)
@@ -145,12 +191,12 @@ spec:
   kubeConfigPath: ` + s.K8s.Kubeconfig("a") + `
   confineToNamespace: three
 `)
-	repo := s.NewRepo(helmMultiChart())
+	repo := s.NewRepo(files)
 	// A check interval far beyond the test's timeouts: only the checks of a cluster whose bundle waits
 	// for a dependency can make the app follow its CRD bundle in time.
 	s.StartGitRepo(workflows.GitRepoInput{
 		GitRepo: fleet.GitRepo{Metadata: fleet.ObjectMeta{Name: "multi"}, Spec: fleet.GitRepoSpec{Repo: repo.URL(), Branch: "main",
-			PollingInterval: "1s", Paths: []string{"helm-multi-chart"},
+			PollingInterval: "1s", Paths: []string{"helm-multi-chart"}, HelmSecretName: helmSecret,
 			Targets: []fleet.GitTarget{{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}}}}},
 		Flotilla: &workflows.RunOptions{CheckInterval: "10m"},
 	})
@@ -216,8 +262,6 @@ spec:
 		require.NotEqual(t, "three", r.Namespace, "release %s of cluster three", name)
 	}
 	require.True(t, strings.HasPrefix(st.Message, "2/3 clusters ready"), st.Message)
-
-	s.RecordHistories(map[string]string{"cluster-depends-on.json": api.ClusterWorkflowID("multi", "two")})
 }
 
 func mustCluster(t *testing.T, st api.GitRepoStatus, name string) api.ClusterStatus {
