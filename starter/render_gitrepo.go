@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
@@ -162,6 +164,9 @@ func readGitRepo(g *globals, c client.Client, key api.GitRepoKey) (fleet.GitRepo
 // checkout clones the repository at commit with the worker's git cache, into --cache-dir or a temporary
 // folder that cleanup removes.
 func checkout(ctx context.Context, f *renderFlags, spec fleet.GitRepoSpec, commit string) (string, func(), error) {
+	if spec.HelmOp != nil {
+		return helmOpCheckout(spec.HelmOp)
+	}
 	cleanup := func() {}
 	cacheDir := f.cacheDir
 	if cacheDir == "" {
@@ -185,4 +190,22 @@ func checkout(ctx context.Context, f *renderFlags, spec fleet.GitRepoSpec, commi
 		return "", nil, err
 	}
 	return dir, cleanup, nil
+}
+
+// helmOpCheckout is a temporary folder holding a HelmOp's fleet.yaml, as the worker plans and renders it.
+func helmOpCheckout(fy *fleet.FleetYAML) (string, func(), error) {
+	data, err := yaml.Marshal(fy)
+	if err != nil {
+		return "", nil, err
+	}
+	tmp, err := os.MkdirTemp("", "flotilla-render-helmop-")
+	if err != nil {
+		return "", nil, err
+	}
+	cleanup := func() { _ = os.RemoveAll(tmp) }
+	if err := os.WriteFile(filepath.Join(tmp, "fleet.yaml"), data, 0o644); err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	return tmp, cleanup, nil
 }

@@ -106,6 +106,9 @@ func TestHelmOpDeploysAChartWithoutGit(t *testing.T) {
 	require.Contains(t, helmops, "hello2")
 	require.NotContains(t, s.CLIRun("get", "gitrepos"), "hello")
 	require.Contains(t, s.CLIRun("status", "hello"), "HelmOp hello  spec ")
+	preview := s.CLIRun("render", "--gitrepo", "hello", "--cluster", "two", "--credentials", creds)
+	require.Contains(t, preview, "version 1.1.0", "render previews a running HelmOp as the worker renders it")
+	require.Contains(t, preview, "message: hi-two")
 
 	// A GitRepo may not take a HelmOp's name: both run as gitrepo/<name>.
 	res := s.CLI("apply", "-f", s.ApplyFile(harness.GitRepoYAML("hello", "https://example.com/x.git", "")))
