@@ -1,11 +1,12 @@
 package main
 
 import (
-	"fmt"
+	"context"
 	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
 
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
@@ -37,40 +38,24 @@ func newGetHelmOpsCmd(g *globals) *cobra.Command {
 		Short:   "List the HelmOps of a workspace (-n, default fleet-default; -A: every workspace) with their state, ready clusters and chart versions",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := g.dialGitRepos()
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			ctx, cancel := g.ctx()
-			defer cancel()
-			rows, err := listGitRepos(ctx, c, g.taskQueue, func(k api.GitRepoKey) bool { return all || k.Namespace == g.workspace() })
-			if err != nil {
-				return err
-			}
-			out := []helmOpRow{}
-			for _, r := range onlyHelmOps(rows, true) {
-				row := helmOpRow{gitRepoRow: r, Versions: []string{}}
-				if st, err := queryStatus(ctx, c, api.KeyOf(r.Namespace, r.Name)); err == nil {
-					row.Versions = chartVersions(st)
+			return g.withRows(all, func(ctx context.Context, c client.Client, rows []gitRepoRow) error {
+				out := []helmOpRow{}
+				for _, r := range onlyHelmOps(rows, true) {
+					row := helmOpRow{gitRepoRow: r, Versions: []string{}}
+					if st, err := queryStatus(ctx, c, api.KeyOf(r.Namespace, r.Name)); err == nil {
+						row.Versions = chartVersions(st)
+					}
+					out = append(out, row)
 				}
-				out = append(out, row)
-			}
-			if g.output != "table" && g.output != "" {
-				return printStructured(cmd.OutOrStdout(), g.output, out)
-			}
-			tw := tabWriter(cmd.OutOrStdout())
-			if all {
-				fmt.Fprint(tw, "NAMESPACE\t")
-			}
-			fmt.Fprintln(tw, "NAME\tSTATE\tREADY\tVERSION")
-			for _, r := range out {
-				if all {
-					fmt.Fprintf(tw, "%s\t", r.Namespace)
+				if g.output != "table" && g.output != "" {
+					return printStructured(cmd.OutOrStdout(), g.output, out)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, r.State, r.Ready, strings.Join(r.Versions, ","))
-			}
-			return tw.Flush()
+				lines := make([]rowLine, len(out))
+				for i, r := range out {
+					lines[i] = rowLine{r.Namespace, []string{r.Name, r.State, r.Ready, strings.Join(r.Versions, ",")}}
+				}
+				return writeRows(cmd.OutOrStdout(), all, "NAME\tSTATE\tREADY\tVERSION", lines)
+			})
 		},
 	}
 	addOutputFlag(cmd, g)

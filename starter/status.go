@@ -139,39 +139,61 @@ func newGetCmd(g *globals) *cobra.Command {
 		Short:   "List the GitRepos of a workspace (-n, default fleet-default; -A: every workspace) with their state, ready clusters and commit",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := g.dialGitRepos()
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			ctx, cancel := g.ctx()
-			defer cancel()
-			rows, err := listGitRepos(ctx, c, g.taskQueue, func(k api.GitRepoKey) bool { return all || k.Namespace == g.workspace() })
-			if err != nil {
-				return err
-			}
-			rows = onlyHelmOps(rows, false)
-			if g.output != "table" && g.output != "" {
-				return printStructured(cmd.OutOrStdout(), g.output, rows)
-			}
-			tw := tabWriter(cmd.OutOrStdout())
-			if all {
-				fmt.Fprint(tw, "NAMESPACE\t")
-			}
-			fmt.Fprintln(tw, "NAME\tREPO\tSTATE\tREADY\tCOMMIT")
-			for _, r := range rows {
-				if all {
-					fmt.Fprintf(tw, "%s\t", r.Namespace)
+			return g.withRows(all, func(_ context.Context, _ client.Client, rows []gitRepoRow) error {
+				rows = onlyHelmOps(rows, false)
+				if g.output != "table" && g.output != "" {
+					return printStructured(cmd.OutOrStdout(), g.output, rows)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, r.Repo, r.State, r.Ready, api.ShortCommit(r.Commit))
-			}
-			return tw.Flush()
+				lines := make([]rowLine, len(rows))
+				for i, r := range rows {
+					lines[i] = rowLine{r.Namespace, []string{r.Name, r.Repo, r.State, r.Ready, api.ShortCommit(r.Commit)}}
+				}
+				return writeRows(cmd.OutOrStdout(), all, "NAME\tREPO\tSTATE\tREADY\tCOMMIT", lines)
+			})
 		},
 	}
 	addOutputFlag(list, g)
 	addAllNamespacesFlag(list, &all)
 	cmd.AddCommand(list, newGetHelmOpsCmd(g))
 	return cmd
+}
+
+// withRows runs fn on the running GitRepo workflows of the workspace (every workspace with all).
+func (g *globals) withRows(all bool, fn func(context.Context, client.Client, []gitRepoRow) error) error {
+	c, err := g.dialGitRepos()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx, cancel := g.ctx()
+	defer cancel()
+	rows, err := listGitRepos(ctx, c, g.taskQueue, func(k api.GitRepoKey) bool { return all || k.Namespace == g.workspace() })
+	if err != nil {
+		return err
+	}
+	return fn(ctx, c, rows)
+}
+
+// rowLine is one line of a listing: its namespace, shown with -A, and its columns.
+type rowLine struct {
+	namespace string
+	columns   []string
+}
+
+// writeRows prints a listing as a table, with a NAMESPACE column first when it spans every workspace.
+func writeRows(w io.Writer, all bool, header string, lines []rowLine) error {
+	tw := tabWriter(w)
+	if all {
+		fmt.Fprint(tw, "NAMESPACE\t")
+	}
+	fmt.Fprintln(tw, header)
+	for _, l := range lines {
+		if all {
+			fmt.Fprintf(tw, "%s\t", l.namespace)
+		}
+		fmt.Fprintln(tw, strings.Join(l.columns, "\t"))
+	}
+	return tw.Flush()
 }
 
 // gitRepoRow is one GitRepo of `get gitrepos`, from its search attributes.

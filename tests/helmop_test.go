@@ -49,25 +49,12 @@ func TestHelmOpDeploysAChartWithoutGit(t *testing.T) {
 	publish(t, repo, "web", "1.0.0")
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "k"}},
 		WorkerArgs: []string{"--credentials", creds}})
-	for _, c := range []string{"one", "two", "three"} {
-		values := ""
-		if c != "three" {
-			values = "  templateValues: {greeting: hi-" + c + "}\n"
-		}
-		s.Apply(fmt.Sprintf("kind: Cluster\nmetadata: {name: %s}\nspec:\n  kubeConfigPath: %s\n  confineToNamespace: %s\n%s",
-			c, s.K8s.Kubeconfig("k"), c, values))
-	}
+	greetedClusters(s, "k")
 	out := s.CLIRun("apply", "-f", s.ApplyFile(helmOpYAML("hello", repo.URL, "hello")))
 	require.Contains(t, out, "helmop/hello configured")
 
 	webAt := func(st api.GitRepoStatus, cluster, version string) bool {
-		c, _ := harness.Cluster(st, cluster)
-		for _, b := range c.Bundles {
-			if b.Name == "hello" {
-				return b.State == api.StateReady && b.ChartVersion == version
-			}
-		}
-		return false
+		return chartReadyAt(st, cluster, "hello", version)
 	}
 	st := s.WaitStatus("hello", 3*time.Minute, "1.0.0 Ready on one and two, failing on three alone", func(st api.GitRepoStatus) bool {
 		three, _ := harness.Cluster(st, "three")

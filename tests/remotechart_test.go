@@ -54,14 +54,7 @@ func TestChartFromHelmRepositoryFollowsItsConstraint(t *testing.T) {
 	publish(t, repo, "web", "2.0.0") // outside the constraint
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "k"}},
 		WorkerArgs: []string{"--credentials", creds}})
-	for _, c := range []string{"one", "two", "three"} {
-		values := ""
-		if c != "three" {
-			values = "  templateValues: {greeting: hi-" + c + "}\n"
-		}
-		s.Apply(fmt.Sprintf("kind: Cluster\nmetadata: {name: %s}\nspec:\n  kubeConfigPath: %s\n  confineToNamespace: %s\n%s",
-			c, s.K8s.Kubeconfig("k"), c, values))
-	}
+	greetedClusters(s, "k")
 	git := s.NewRepo(map[string]string{
 		"web/fleet.yaml": fmt.Sprintf("helm:\n  repo: %s\n  chart: web\n  version: \"^1.0\"\n  releaseName: web\n"+
 			"  values:\n    message: ${ .ClusterValues.greeting }\n", repo.URL),
@@ -73,13 +66,7 @@ func TestChartFromHelmRepositoryFollowsItsConstraint(t *testing.T) {
 		Flotilla: &workflows.RunOptions{CheckInterval: "2s"},
 	})
 	webAt := func(st api.GitRepoStatus, cluster, version string) bool {
-		c, _ := harness.Cluster(st, cluster)
-		for _, b := range c.Bundles {
-			if b.Name == "charts-web" {
-				return b.State == api.StateReady && b.ChartVersion == version
-			}
-		}
-		return false
+		return chartReadyAt(st, cluster, "charts-web", version)
 	}
 	st := s.WaitStatus("charts", 3*time.Minute, "web 1.0.0 Ready on one and two, failing on three alone", func(st api.GitRepoStatus) bool {
 		three, _ := harness.Cluster(st, "three")
@@ -129,6 +116,30 @@ func TestChartFromHelmRepositoryFollowsItsConstraint(t *testing.T) {
 	require.Len(t, s.History("k", "one", "web"), 2, "back to the same version: no new revision")
 
 	assertNowhere(t, s, chartRepoPassword)
+}
+
+// greetedClusters registers clusters one, two and three as namespaces of backing: one and two with the
+// templateValue greeting (hi-one, hi-two), three without it.
+func greetedClusters(s *harness.Stack, backing string) {
+	for _, c := range []string{"one", "two", "three"} {
+		values := ""
+		if c != "three" {
+			values = "  templateValues: {greeting: hi-" + c + "}\n"
+		}
+		s.Apply(fmt.Sprintf("kind: Cluster\nmetadata: {name: %s}\nspec:\n  kubeConfigPath: %s\n  confineToNamespace: %s\n%s",
+			c, s.K8s.Kubeconfig(backing), c, values))
+	}
+}
+
+// chartReadyAt says whether bundle is Ready on cluster with the chart version given.
+func chartReadyAt(st api.GitRepoStatus, cluster, bundle, version string) bool {
+	c, _ := harness.Cluster(st, cluster)
+	for _, b := range c.Bundles {
+		if b.Name == bundle {
+			return b.State == api.StateReady && b.ChartVersion == version
+		}
+	}
+	return false
 }
 
 // assertNowhere checks that no workflow history and no line of the worker's log holds secret.
