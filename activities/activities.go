@@ -74,7 +74,7 @@ func (a *Activities) Poll(ctx context.Context, in api.PollInput) (api.PollResult
 // resolve is the commit of a repository's branch or revision, or what stands for one for a HelmOp.
 func (a *Activities) resolve(ctx context.Context, in api.PollInput) (string, error) {
 	if in.HelmOp != nil {
-		commit, _, err := helmOpCommit(in.HelmOp)
+		_, commit, err := fleet.HelmOpDocument(in.HelmOp)
 		return commit, err
 	}
 	return a.Git.Resolve(ctx, gitcache.Remote{URL: in.Repo, Secret: in.ClientSecretName, CABundle: in.CABundle,

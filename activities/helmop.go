@@ -1,33 +1,17 @@
 package activities
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/flotilla-gitops/flotilla/fleet"
 )
-
-// helmOpCommit is what stands for a commit of a HelmOp: the digest of its fleet.yaml, so a changed spec
-// is planned and delivered as a new commit would be. Chart versions are resolved by the plan, as for a
-// GitRepo's remote charts.
-func helmOpCommit(fy *fleet.FleetYAML) (string, []byte, error) {
-	data, err := yaml.Marshal(fy)
-	if err != nil {
-		return "", nil, fmt.Errorf("helmop: %w", err)
-	}
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:])[:40], data, nil
-}
 
 // helmOpCheckout is a HelmOp's checkout: a folder holding only its fleet.yaml, content-addressed beside the
 // git checkouts, which any worker writes again from the payload when it lacks it.
 func (a *Activities) helmOpCheckout(fy *fleet.FleetYAML) (string, error) {
-	commit, data, err := helmOpCommit(fy)
+	data, commit, err := fleet.HelmOpDocument(fy)
 	if err != nil {
 		return "", err
 	}

@@ -2,7 +2,6 @@ package activities
 
 import (
 	"context"
-	"path"
 
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
@@ -63,11 +62,11 @@ func (a *Activities) lockCharts(ctx context.Context, dir string, bundles []plan.
 			if err != nil || len(render.MissingDependencies(c)) == 0 {
 				continue // a chart that does not load fails the bundle's render, naming it
 			}
-			lock, err := loader.Dependencies(c, dir, chartDir, h, nil)
+			lock, err := loader.LockDependencies(c, dir, chartDir)
 			if err != nil {
-				lock = &api.ChartLock{Source: chartload.DepsSource(chartDir), Error: err.Error()}
+				lock = api.ChartLock{Source: chartload.DepsSource(chartDir), Error: err.Error()}
 			}
-			refs[i].Charts = append(refs[i].Charts, *lock)
+			refs[i].Charts = append(refs[i].Charts, lock)
 		}
 	}
 }
@@ -83,5 +82,5 @@ func mentionsCharts(fy fleet.FleetYAML, dir, bundlePath string) bool {
 			return true
 		}
 	}
-	return render.ChartDir(dir, bundlePath, nil) != "" && path.Clean(bundlePath) != ""
+	return render.ChartDir(dir, bundlePath, nil) != ""
 }

@@ -1,8 +1,12 @@
 package fleet
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strings"
+
+	"sigs.k8s.io/yaml"
 )
 
 // KindHelmOp is Fleet's HelmOp: a chart from a Helm repository or an OCI registry deployed to clusters
@@ -69,3 +73,15 @@ func (h HelmOp) AsGitRepo() (GitRepo, error) {
 
 // IsHelmOp says whether a GitRepo is the one a HelmOp runs as.
 func (g GitRepo) IsHelmOp() bool { return g.Spec.HelmOp != nil }
+
+// HelmOpDocument is the fleet.yaml a HelmOp's bundle is loaded from (GitRepoSpec.HelmOp, written out), and
+// what stands for its commit: the document's digest, so a changed spec is planned and delivered as a new
+// commit would be. The worker and `flotilla render` both write it from here, so a preview loads what the
+// worker loads.
+func HelmOpDocument(fy *FleetYAML) (data []byte, commit string, err error) {
+	if data, err = yaml.Marshal(fy); err != nil {
+		return nil, "", fmt.Errorf("helmop: %w", err)
+	}
+	sum := sha256.Sum256(data)
+	return data, hex.EncodeToString(sum[:])[:40], nil
+}

@@ -202,10 +202,7 @@ func (g *globals) applyGitRepo(ctx context.Context, c client.Client, gr fleet.Gi
 		return "", err
 	}
 	key := api.KeyOf(gr.Metadata.Namespace, gr.Metadata.Name)
-	if err := g.mayApplyGitRepo(ctx, c, key); err != nil {
-		return "", err
-	}
-	if err := sameKind(ctx, c, key, gr.IsHelmOp()); err != nil {
+	if err := g.mayApplyGitRepo(ctx, c, key, gr.IsHelmOp()); err != nil {
 		return "", err
 	}
 	// The workspace is the run's identity, given at start (GitRepoInput.Workspace); a running GitRepo

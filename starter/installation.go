@@ -8,6 +8,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/flotilla-gitops/flotilla/api"
@@ -36,53 +37,25 @@ func (e *otherInstallationError) Error() string {
 // ownGitRepo is nil when the GitRepo's latest run is on this installation's task queue, or when it never
 // ran (the command's own call then says it is not found).
 func (g *globals) ownGitRepo(ctx context.Context, c client.Client, key api.GitRepoKey) error {
-	queue, _, err := gitRepoQueue(ctx, c, key)
-	if err != nil || queue == "" || queue == g.taskQueue {
+	info, err := latestRun(ctx, c, key)
+	if err != nil || info == nil || info.GetTaskQueue() == g.taskQueue {
 		return err
 	}
-	return &otherInstallationError{key: key, theirs: queue, ours: g.taskQueue}
+	return &otherInstallationError{key: key, theirs: info.GetTaskQueue(), ours: g.taskQueue}
 }
 
 // mayApplyGitRepo is ownGitRepo for `apply`: a name another installation used is free again once that
 // GitRepo has ended (deleted), and the next apply starts it here. Two installations applying one new name
-// at the same moment can still meet in one workflow; ADR 13 says why that is left to the operators.
-func (g *globals) mayApplyGitRepo(ctx context.Context, c client.Client, key api.GitRepoKey) error {
-	queue, running, err := gitRepoQueue(ctx, c, key)
-	if err != nil || !running || queue == g.taskQueue {
+// at the same moment can still meet in one workflow; ADR 13 says why that is left to the operators. A
+// running GitRepo is never turned into a HelmOp of the same name, or the reverse: both run as
+// gitrepo/<name> in their workspace, so they share names there (ADR 21).
+func (g *globals) mayApplyGitRepo(ctx context.Context, c client.Client, key api.GitRepoKey, helmOp bool) error {
+	info, err := latestRun(ctx, c, key)
+	if err != nil || info == nil || info.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		return err
 	}
-	return &otherInstallationError{key: key, theirs: queue, ours: g.taskQueue}
-}
-
-// gitRepoQueue is the task queue of the GitRepo's latest run and whether that run is running; "" when the
-// GitRepo never ran.
-func gitRepoQueue(ctx context.Context, c client.Client, key api.GitRepoKey) (string, bool, error) {
-	d, err := c.DescribeWorkflowExecution(ctx, key.WorkflowID(), "")
-	var nf *serviceerror.NotFound
-	if errors.As(err, &nf) {
-		return "", false, nil
-	}
-	if err != nil {
-		return "", false, fmt.Errorf("gitrepo %q: %w", key, err)
-	}
-	info := d.GetWorkflowExecutionInfo()
-	return info.GetTaskQueue(), info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, nil
-}
-
-// sameKind refuses to turn a running GitRepo into a HelmOp of the same name, or the reverse: both run as
-// gitrepo/<name> in their workspace, so they share names there.
-func sameKind(ctx context.Context, c client.Client, key api.GitRepoKey, helmOp bool) error {
-	d, err := c.DescribeWorkflowExecution(ctx, key.WorkflowID(), "")
-	var nf *serviceerror.NotFound
-	if errors.As(err, &nf) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("gitrepo %q: %w", key, err)
-	}
-	info := d.GetWorkflowExecutionInfo()
-	if info.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-		return nil
+	if info.GetTaskQueue() != g.taskQueue {
+		return &otherInstallationError{key: key, theirs: info.GetTaskQueue(), ours: g.taskQueue}
 	}
 	running := strings.HasPrefix(visibility.Keyword(info, api.SearchAttrRepo), fleet.HelmOpRepoPrefix)
 	switch {
@@ -92,4 +65,17 @@ func sameKind(ctx context.Context, c client.Client, key api.GitRepoKey, helmOp b
 		return fmt.Errorf("a GitRepo named %q runs in this workspace; GitRepos and HelmOps share names: delete it first or choose another name", key.Name)
 	}
 	return nil
+}
+
+// latestRun describes the GitRepo's latest run; nil when it never ran.
+func latestRun(ctx context.Context, c client.Client, key api.GitRepoKey) (*workflowpb.WorkflowExecutionInfo, error) {
+	d, err := c.DescribeWorkflowExecution(ctx, key.WorkflowID(), "")
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("gitrepo %q: %w", key, err)
+	}
+	return d.GetWorkflowExecutionInfo(), nil
 }

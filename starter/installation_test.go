@@ -47,11 +47,11 @@ func TestACommandLeavesAnotherInstallationsGitRepoAlone(t *testing.T) {
 			`installations sharing a Temporal namespace need distinct GitRepo names (use --task-queue flotilla for that one)`)
 	require.Error(t, g.ownGitRepo(ctx, c, api.KeyOf("", "deleted")), "an ended GitRepo's status is still the other installation's")
 
-	require.NoError(t, g.mayApplyGitRepo(ctx, c, api.KeyOf("", "mine")))
-	require.NoError(t, g.mayApplyGitRepo(ctx, c, api.KeyOf("", "new")))
-	require.NoError(t, g.mayApplyGitRepo(ctx, c, api.KeyOf("", "deleted")), "an ended GitRepo's name is free again")
+	require.NoError(t, g.mayApplyGitRepo(ctx, c, api.KeyOf("", "mine"), false))
+	require.NoError(t, g.mayApplyGitRepo(ctx, c, api.KeyOf("", "new"), false))
+	require.NoError(t, g.mayApplyGitRepo(ctx, c, api.KeyOf("", "deleted"), false), "an ended GitRepo's name is free again")
 	var other *otherInstallationError
-	require.ErrorAs(t, g.mayApplyGitRepo(ctx, c, api.KeyOf("", "theirs")), &other)
+	require.ErrorAs(t, g.mayApplyGitRepo(ctx, c, api.KeyOf("", "theirs"), false), &other)
 }
 
 // The check is by key: the GitRepo "theirs" of workspace team-a is not the fleet-default "theirs" of
@@ -65,7 +65,7 @@ func TestTheInstallationCheckIsByNamespaceAndName(t *testing.T) {
 	g := &globals{taskQueue: "flotilla-b"}
 	ctx := context.Background()
 	require.NoError(t, g.ownGitRepo(ctx, c, api.KeyOf("team-a", "theirs")))
-	require.NoError(t, g.mayApplyGitRepo(ctx, c, api.KeyOf("team-c", "theirs")))
+	require.NoError(t, g.mayApplyGitRepo(ctx, c, api.KeyOf("team-c", "theirs"), false))
 	require.EqualError(t, g.ownGitRepo(ctx, c, api.KeyOf("team-b", "theirs")),
 		`gitrepo "team-b/theirs" belongs to the Flotilla installation on task queue "flotilla", not to this one ("flotilla-b"): `+
 			`installations sharing a Temporal namespace need distinct GitRepo names (use --task-queue flotilla for that one)`)

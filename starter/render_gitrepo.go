@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
@@ -194,7 +193,7 @@ func checkout(ctx context.Context, f *renderFlags, spec fleet.GitRepoSpec, commi
 
 // helmOpCheckout is a temporary folder holding a HelmOp's fleet.yaml, as the worker plans and renders it.
 func helmOpCheckout(fy *fleet.FleetYAML) (string, func(), error) {
-	data, err := yaml.Marshal(fy)
+	data, _, err := fleet.HelmOpDocument(fy)
 	if err != nil {
 		return "", nil, err
 	}

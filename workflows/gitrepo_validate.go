@@ -44,6 +44,11 @@ func validateGitRepo(g fleet.GitRepo, strictURL bool) error {
 	} else if n > 0 && !holdsPEMCertificate(g.Spec.CABundle) {
 		return fmt.Errorf("gitrepo %q: spec.caBundle holds no PEM certificate (base64 of the PEM text, as in Fleet)", name)
 	}
+	if r := g.Spec.HelmRepoURLRegex; r != "" {
+		if _, err := regexp.Compile(r); err != nil {
+			return fmt.Errorf("gitrepo %q: spec.helmRepoURLRegex %q: %v", name, r, err)
+		}
+	}
 	if g.Spec.PollingInterval != "" {
 		if d, err := time.ParseDuration(g.Spec.PollingInterval); err != nil || d < 0 {
 			return fmt.Errorf("gitrepo %q: spec.pollingInterval %q: not a duration like 15s or 1m", name, g.Spec.PollingInterval)

@@ -49,3 +49,14 @@ func TestAGitReposCABundleIsPEMCertificates(t *testing.T) {
 	g.Spec.CABundle = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 	require.NoError(t, ValidateGitRepo(g))
 }
+
+// A helmRepoURLRegex that does not compile is refused when the GitRepo is applied, not found out at the
+// first chart fetch.
+func TestAGitReposHelmRepoURLRegexMustCompile(t *testing.T) {
+	g := fleet.GitRepo{Spec: fleet.GitRepoSpec{Repo: "https://git.example.com/org/repo.git", HelmSecretName: "charts"}}
+	g.Metadata.Name = "shop"
+	g.Spec.HelmRepoURLRegex = "^https://(charts"
+	require.ErrorContains(t, ValidateGitRepo(g), `gitrepo "shop": spec.helmRepoURLRegex "^https://(charts": error parsing regexp`)
+	g.Spec.HelmRepoURLRegex = `^https://charts\.example\.com/`
+	require.NoError(t, ValidateGitRepo(g))
+}

@@ -75,22 +75,35 @@ func (l *Loader) Resolve(h *fleet.HelmOptions) (api.ChartLock, error) {
 // Dependencies adds the unvendored Chart.yaml dependencies of the repository chart in dir, pinned by their
 // lock among locks, else resolved now. A file:// dependency is read from the checkout, never outside it.
 func (l *Loader) Dependencies(c *chart.Chart, root, dir string, h *fleet.HelmOptions, locks []api.ChartLock) (*api.ChartLock, error) {
-	fileDep := func(p string) (*chart.Chart, error) { return render.LoadRepoChart(root, path.Join(dir, p)) }
 	lock, ok := find(locks, DepsSource(dir))
 	if !ok {
-		deps, err := l.fetcher.LockDependencies(l.ctx, c, l.creds, fileDep)
-		if err != nil {
+		var err error
+		if lock, err = l.LockDependencies(c, root, dir); err != nil {
 			return nil, err
 		}
-		lock = api.ChartLock{Source: DepsSource(dir), Dependencies: deps}
 	}
 	if lock.Error != "" {
 		return nil, errors.New(lock.Error)
 	}
-	if err := l.fetcher.AddDependencies(l.ctx, c, lock.Dependencies, l.creds, fileDep); err != nil {
+	if err := l.fetcher.AddDependencies(l.ctx, c, lock.Dependencies, l.creds, fileDependency(root, dir)); err != nil {
 		return nil, err
 	}
 	return &lock, nil
+}
+
+// LockDependencies resolves the unvendored Chart.yaml dependencies of the repository chart in dir, as a
+// plan pins them, without loading them into c.
+func (l *Loader) LockDependencies(c *chart.Chart, root, dir string) (api.ChartLock, error) {
+	deps, err := l.fetcher.LockDependencies(l.ctx, c, l.creds, fileDependency(root, dir))
+	if err != nil {
+		return api.ChartLock{}, err
+	}
+	return api.ChartLock{Source: DepsSource(dir), Dependencies: deps}, nil
+}
+
+// fileDependency reads a file:// dependency of the chart in dir from the checkout at root, never outside it.
+func fileDependency(root, dir string) charts.FileDependency {
+	return func(p string) (*chart.Chart, error) { return render.LoadRepoChart(root, path.Join(dir, p)) }
 }
 
 func find(locks []api.ChartLock, source string) (api.ChartLock, bool) {

@@ -1,24 +1,18 @@
 package gitserver
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/subtle"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"io"
 	"log"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/cgi"
 	"path/filepath"
 	"sync/atomic"
 	"time"
+
+	"github.com/flotilla-gitops/flotilla/internal/testsrv/testpki"
 )
 
 // HTTPS serves the repositories of a folder with git's smart HTTP protocol over TLS, behind basic auth.
@@ -39,7 +33,11 @@ func StartHTTPS(root, username, password string) (*HTTPS, error) {
 	if err != nil {
 		return nil, err
 	}
-	caPEM, cert, err := newServerCert()
+	pki, err := testpki.New()
+	if err != nil {
+		return nil, err
+	}
+	tlsConfig, err := pki.ServerConfig()
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +45,7 @@ func StartHTTPS(root, username, password string) (*HTTPS, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &HTTPS{URL: "https://" + ln.Addr().String(), CA: caPEM}
+	s := &HTTPS{URL: "https://" + ln.Addr().String(), CA: pki.CAPEM}
 	backend := &cgi.Handler{
 		Path: filepath.Join(execPath, "git-http-backend"),
 		Dir:  root,
@@ -68,7 +66,7 @@ func StartHTTPS(root, username, password string) (*HTTPS, error) {
 			}
 			backend.ServeHTTP(w, r)
 		}),
-		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+		TLSConfig:         tlsConfig,
 		ReadHeaderTimeout: 10 * time.Second,
 		// A client that does not trust the CA ends its handshake: that is a test's point, not news.
 		ErrorLog: log.New(io.Discard, "", 0),
@@ -90,42 +88,4 @@ func (s *HTTPS) Close() error {
 		return nil
 	}
 	return err
-}
-
-// newServerCert generates a CA and a certificate it signs for 127.0.0.1, ::1 and localhost.
-func newServerCert() (caPEM []byte, cert tls.Certificate, err error) {
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, cert, err
-	}
-	now := time.Now()
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "gitserver test CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, cert, err
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return nil, cert, err
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, cert, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}, DNSNames: []string{"localhost"},
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		return nil, cert, err
-	}
-	cert = tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), cert, nil
 }
