@@ -147,6 +147,30 @@ type ClusterSpec struct {
 	// cluster-scoped objects are refused, so several such clusters can share one API server without ever
 	// sharing a release, the way Fleet's agent simulators share one.
 	ConfineToNamespace string `json:"confineToNamespace,omitempty"`
+	// Agent, when set, registers the cluster in pull mode (ADR 22): a flotilla-agent inside it dials out to
+	// Temporal and runs its cluster-side activities, and the management side holds no kubeconfig for it
+	// (KubeConfigPath stays empty).
+	Agent *ClusterAgent `json:"agent,omitempty"`
+}
+
+// ClusterAgent is how an agent-mode cluster's flotilla-agent runs, as its operator supplied it: an empty
+// field takes its default (internal/agentmanifest), so that a default is never compared with a value.
+type ClusterAgent struct {
+	// Image is the flotilla image the agent's Deployment runs.
+	Image string `json:"image,omitempty"`
+	// Namespace is where the agent runs in its cluster.
+	Namespace string `json:"namespace,omitempty"`
+	// LogLevel is debug, info, warn or error.
+	LogLevel string `json:"logLevel,omitempty"`
+	// MaxConcurrentActivities bounds the activities the agent runs at once.
+	MaxConcurrentActivities int `json:"maxConcurrentActivities,omitempty"`
+	// HelmQPS and HelmBurst bound the agent's requests to its API server.
+	HelmQPS   float64 `json:"helmQPS,omitempty"`
+	HelmBurst int     `json:"helmBurst,omitempty"`
+	// TemporalAddress and TemporalNamespace are where the agent dials out to: the installation's own when
+	// empty.
+	TemporalAddress   string `json:"temporalAddress,omitempty"`
+	TemporalNamespace string `json:"temporalNamespace,omitempty"`
 }
 
 // ClusterGroup names a set of clusters by label selector.
