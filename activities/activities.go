@@ -49,9 +49,15 @@ type Activities struct {
 	Charts *charts.Fetcher
 	// HelmCreds resolves helmSecretName; nil knows none.
 	HelmCreds chartload.Secrets
+	// Content keeps the packages Prepare makes for agent-mode clusters, by digest (management side).
+	Content *content.Store
+	// Local, set in a flotilla-agent only, is the one cluster this process runs in (pull mode): its
+	// activities apply the management side's prepared renderings to it and reach no other.
+	Local *LocalCluster
 
 	renders   renderCache
 	inventory inventoryCache
+	packages  packageIndex
 }
 
 // Poll resolves the commit to deploy and reads the inventory generation: one ls-remote, no clone.
@@ -135,7 +141,7 @@ func (a *Activities) Plan(ctx context.Context, in api.PlanInput) (api.Plan, erro
 		}
 		info := inv.Info(c)
 		pc := api.PlannedCluster{Name: c.Metadata.Name, Digest: inventory.Digest(c, info.Groups), Paused: c.Spec.Paused,
-			Bundles: plan.For(bundles, in.Key().Namespace, info)}
+			Bundles: plan.For(bundles, in.Key().Namespace, info), Agent: c.Spec.Agent != nil}
 		if len(pc.Bundles) > 0 {
 			p.Clusters = append(p.Clusters, pc)
 			infos[pc.Name] = info
@@ -168,36 +174,71 @@ type clusterHandle struct {
 	client *agentclient.Client
 	dir    string
 	digest string
+	// prepared, in a flotilla-agent, are the management side's renderings by bundle name: the agent
+	// renders nothing itself (renderPrepared).
+	prepared map[string]api.PreparedBundle
 }
 
-// handle resolves the cluster and the checkout. ping checks reachability first, so an apply fails fast
-// with a clear error; an observe skips it, because its first read fails just as clearly and an idle check
-// should cost as few requests as possible.
-func (a *Activities) handle(ctx context.Context, t api.ClusterTarget, ping bool) (*clusterHandle, error) {
+// handle resolves the cluster and the checkout (in an agent: the prepared renderings). ping checks
+// reachability first, so an apply fails fast with a clear error; an observe skips it, because its first
+// read fails just as clearly and an idle check should cost as few requests as possible.
+func (a *Activities) handle(ctx context.Context, t api.ClusterTarget, ping bool, prepared []api.PreparedBundle) (*clusterHandle, error) {
+	h, c, err := a.entry(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	if h.client, err = a.clusterClient(t, c); err != nil {
+		return nil, err
+	}
+	if ping {
+		if err := h.client.Ping(ctx); err != nil {
+			return nil, temporal.NewApplicationError(fmt.Sprintf("cluster %q unreachable: %v", clusterRef(t), err), api.ErrTypeUnreachable)
+		}
+	}
+	if a.Local != nil {
+		h.prepared = make(map[string]api.PreparedBundle, len(prepared))
+		for _, p := range prepared {
+			h.prepared[p.Bundle] = p
+		}
+		return h, nil
+	}
+	if h.dir, err = a.checkout(ctx, gitcache.Remote{URL: t.Repo, Secret: t.ClientSecretName, CABundle: t.CABundle,
+		InsecureSkipTLSVerify: t.InsecureSkipTLSVerify}, t.Commit, t.HelmOp); err != nil {
+		return nil, temporal.NewApplicationError(err.Error(), api.ErrTypeGit)
+	}
+	return h, nil
+}
+
+// entry is the target's cluster as the inventory has it, in a handle without a client or a checkout.
+func (a *Activities) entry(ctx context.Context, t api.ClusterTarget) (*clusterHandle, fleet.Cluster, error) {
 	inv, err := a.inventoryFor(ctx, t)
 	if err != nil {
-		return nil, fmt.Errorf("reading the cluster inventory: %w", err)
+		return nil, fleet.Cluster{}, fmt.Errorf("reading the cluster inventory: %w", err)
 	}
 	c, ok := inv.Cluster(t.Key().Namespace, t.Cluster)
 	if !ok {
-		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("cluster %q is not in the inventory", clusterRef(t)), api.ErrTypeUnknownCluster, nil)
+		return nil, fleet.Cluster{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("cluster %q is not in the inventory", clusterRef(t)), api.ErrTypeUnknownCluster, nil)
 	}
 	info := inv.Info(c)
+	return &clusterHandle{info: info, digest: inventory.Digest(c, info.Groups)}, c, nil
+}
+
+// clusterClient is the client of cluster c: in an agent, its own cluster's and no other; in the
+// management worker, the one its kubeconfig reaches. An agent-mode cluster has no kubeconfig here, and
+// the worker never reaches it: its tasks go to its agent.
+func (a *Activities) clusterClient(t api.ClusterTarget, c fleet.Cluster) (*agentclient.Client, error) {
+	if a.Local != nil {
+		return a.Local.clientFor(t.Namespace, t.Cluster)
+	}
+	if c.Spec.Agent != nil {
+		return nil, temporal.NewApplicationError(fmt.Sprintf("cluster %q is registered with an agent: only its flotilla-agent reaches it, "+
+			"and this worker holds no kubeconfig for it", clusterRef(t)), api.ErrTypeUnreachable)
+	}
 	cl, err := a.Clusters.Get(agentclient.Config{KubeconfigPath: c.Spec.KubeConfigPath, Context: c.Spec.KubeConfigContext})
 	if err != nil {
 		return nil, temporal.NewApplicationError(fmt.Sprintf("cluster %q: %v", clusterRef(t), err), api.ErrTypeUnreachable)
 	}
-	if ping {
-		if err := cl.Ping(ctx); err != nil {
-			return nil, temporal.NewApplicationError(fmt.Sprintf("cluster %q unreachable: %v", clusterRef(t), err), api.ErrTypeUnreachable)
-		}
-	}
-	dir, err := a.checkout(ctx, gitcache.Remote{URL: t.Repo, Secret: t.ClientSecretName, CABundle: t.CABundle,
-		InsecureSkipTLSVerify: t.InsecureSkipTLSVerify}, t.Commit, t.HelmOp)
-	if err != nil {
-		return nil, temporal.NewApplicationError(err.Error(), api.ErrTypeGit)
-	}
-	return &clusterHandle{info: info, client: cl, dir: dir, digest: inventory.Digest(c, info.Groups)}, nil
+	return cl, nil
 }
 
 // clusterRef names a target's cluster in messages: with its workspace outside fleet-default, where a

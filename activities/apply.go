@@ -19,7 +19,7 @@ import (
 // to the expected deployment ID and that the release does not already hold it, so a retry after a crash
 // never adds a Helm revision.
 func (a *Activities) Apply(ctx context.Context, in api.ApplyInput) (api.ApplyResult, error) {
-	h, err := a.handle(ctx, in.Target, true)
+	h, err := a.handle(ctx, in.Target, true, in.Prepared)
 	if err != nil {
 		return api.ApplyResult{}, err
 	}

@@ -25,6 +25,22 @@ func (a *Activities) Register(r Registry) {
 		{api.ActivityUninstall, a.Uninstall},
 		{api.ActivityListClusterWorkflows, a.ListClusterWorkflows},
 		{api.ActivityNotifyGitRepos, a.NotifyGitRepos},
+		{api.ActivityPrepare, a.Prepare},
+		{api.ActivityReadContent, a.ReadContent},
+	} {
+		r.RegisterActivityWithOptions(act.fn, activity.RegisterOptions{Name: act.name})
+	}
+}
+
+// RegisterAgent registers what a flotilla-agent runs for its cluster: the activities that touch it.
+func (a *Activities) RegisterAgent(r Registry) {
+	for _, act := range []struct {
+		name string
+		fn   any
+	}{
+		{api.ActivityObserve, a.Observe},
+		{api.ActivityApply, a.Apply},
+		{api.ActivityUninstall, a.Uninstall},
 	} {
 		r.RegisterActivityWithOptions(act.fn, activity.RegisterOptions{Name: act.name})
 	}

@@ -38,6 +38,9 @@ const renderCacheSize = 4096
 // render renders a bundle for a cluster. forApply asks for the chart and values too; otherwise the result
 // may come from the cache without them.
 func (a *Activities) render(ctx context.Context, h *clusterHandle, t api.ClusterTarget, ref api.BundleRef, forApply bool) (*render.Release, error) {
+	if h.prepared != nil {
+		return a.renderPrepared(ctx, h, t, ref, forApply)
+	}
 	key := strings.Join([]string{h.dir, ref.Path, ref.Name, t.GitRepo, h.info.Name, h.digest, h.info.ConfineToNamespace,
 		t.Options.TargetNamespace, fmt.Sprint(t.Options.KeepResources, t.Options.ForceSyncGeneration), t.Namespace,
 		chartKey(t, ref.Charts)}, "\x00")
@@ -111,6 +114,10 @@ func (c *renderCache) evictOldest() {
 // else wrong with the bundle (its fleet.yaml, its chart, a path that leaves the repository). A path that
 // escapes is a BundleError like the rest; it needs no type of its own.
 func renderErrorType(err error) string {
+	var pe *preparedError
+	if errors.As(err, &pe) {
+		return pe.typ
+	}
 	var te *tmpl.TemplateError
 	if errors.As(err, &te) {
 		return api.ErrTypeTemplate

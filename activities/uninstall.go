@@ -25,9 +25,9 @@ func (a *Activities) Uninstall(ctx context.Context, in api.UninstallInput) (api.
 		// The cluster left the inventory; there is nothing we can reach to uninstall from.
 		return api.UninstallResult{}, nil
 	}
-	cl, err := a.Clusters.Get(agentclient.Config{KubeconfigPath: c.Spec.KubeConfigPath, Context: c.Spec.KubeConfigContext})
+	cl, err := a.clusterClient(api.ClusterTarget{GitRepo: in.GitRepo, Cluster: in.Cluster, Namespace: in.Namespace}, c)
 	if err != nil {
-		return api.UninstallResult{}, temporal.NewApplicationError(fmt.Sprintf("cluster %q: %v", fleet.DisplayName(in.Namespace, in.Cluster), err), api.ErrTypeUnreachable)
+		return api.UninstallResult{}, err
 	}
 	if in.Sweep != nil {
 		s := *in.Sweep

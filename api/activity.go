@@ -122,6 +122,8 @@ type PlannedCluster struct {
 	// Digest changes whenever the cluster's inventory entry (labels, values, kubeconfig reference) changes.
 	Digest string `json:"digest"`
 	Paused bool   `json:"paused,omitempty"`
+	// Agent is true for a cluster registered in pull mode (fleet.ClusterSpec.Agent).
+	Agent bool `json:"agent,omitempty"`
 }
 
 // DeployOptions are the GitRepo-level options a cluster workflow applies bundles with.
@@ -154,6 +156,9 @@ type ClusterTarget struct {
 	ChartAccess *ChartAccess `json:"chartAccess,omitempty"`
 	// HelmOp is the fleet.yaml of the one bundle of a HelmOp, which has no repository (fleet.HelmOp).
 	HelmOp *fleet.FleetYAML `json:"helmOp,omitempty"`
+	// Agent routes the cluster-side activities to the cluster's agent (AgentTaskQueue): the cluster is
+	// registered in pull mode and the management side cannot reach it.
+	Agent bool `json:"agent,omitempty"`
 }
 
 // ChartAccessOf is how a GitRepo's remote charts are fetched, nil when its spec says nothing of it.
@@ -182,6 +187,9 @@ type ObserveInput struct {
 	Target ClusterTarget `json:"target"`
 	// Resources also reads every object the releases own (readiness, missing, modified).
 	Resources bool `json:"resources"`
+	// Prepared is the management side's rendering of each bundle, for an agent-mode cluster's agent, which
+	// has no checkout to render from.
+	Prepared []PreparedBundle `json:"prepared,omitempty"`
 }
 
 // Observation is the result of ActivityObserve: the state of one cluster's bundles.
@@ -268,6 +276,8 @@ type ApplyInput struct {
 	// Observe asks for an observation of every bundle, objects included, once the actions are done: the
 	// observation the workflow needs next, without a separate Observe activity and workflow task.
 	Observe bool `json:"observe,omitempty"`
+	// Prepared is as in ObserveInput.
+	Prepared []PreparedBundle `json:"prepared,omitempty"`
 }
 
 // BundleAction is one decided action, valid only while the bundle still renders to ExpectedID.

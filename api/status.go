@@ -11,6 +11,9 @@ const (
 	StateWaitApplied = "WaitApplied"
 	StateErrApplied  = "ErrApplied"
 	StatePending     = "Pending"
+	// StateOffline is a cluster whose agent has stopped polling its task queue (pull mode): what it runs
+	// is unknown since it was last seen.
+	StateOffline = "Offline"
 )
 
 // stateRank is Fleet's StateRank (its API types): the state a summary over bundles, clusters or a
@@ -19,6 +22,7 @@ const (
 // reached a cluster (OutOfSync, Pending), and both outrank objects that are not ready yet.
 var stateRank = map[string]int{
 	StateErrApplied:  7,
+	StateOffline:     7,
 	StateWaitApplied: 6,
 	StateModified:    5,
 	StateOutOfSync:   4,
@@ -93,6 +97,8 @@ type ClusterStatus struct {
 	Reachable   bool      `json:"reachable"`
 	LastChecked time.Time `json:"lastChecked,omitempty"`
 	LastSeen    time.Time `json:"lastSeen,omitempty"`
+	// Offline is true while the cluster's agent does not poll (pull mode); State is then Offline.
+	Offline bool `json:"offline,omitempty"`
 	// SyncGeneration is the GitRepo's forceSyncGeneration the cluster last applied in full (Fleet's
 	// syncGeneration).
 	SyncGeneration int64 `json:"syncGeneration,omitempty"`

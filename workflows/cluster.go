@@ -78,6 +78,9 @@ type clusterRun struct {
 	carry ClusterCarry
 	// sweeping caches whether this run sweeps (see sweeps); 0 unknown, 1 yes, -1 no.
 	sweeping int
+	// prepared is the management side's rendering of the desired state for an agent-mode cluster (see
+	// prepare); a new desired state clears it.
+	prepared []api.PreparedBundle
 }
 
 // ClusterWorkflow applies a GitRepo's bundles to one cluster and keeps checking them. It is a long-lived
@@ -200,6 +203,7 @@ func (r *clusterRun) setDesired(d DesiredUpdate) {
 		r.in.CheckInterval = d.CheckInterval
 	}
 	r.carry.PromptStep = 0
+	r.prepared = nil
 }
 
 // loop2 reports whether this run has the loop-2 shape (see clusterLoop2).

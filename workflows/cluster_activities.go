@@ -13,6 +13,9 @@ import (
 // rollout and half of an idle check's (docs/performance.md). Histories recorded before the change replay
 // with the scheduled activity they hold.
 func (r *clusterRun) observe(ctx workflow.Context) (api.Observation, error) {
+	if r.in.Target.Agent {
+		return r.observeByAgent(ctx)
+	}
 	in := api.ObserveInput{Target: r.in.Target, Resources: true}
 	retry := retries(2)
 	var obs api.Observation
@@ -37,13 +40,17 @@ func (r *clusterRun) observe(ctx workflow.Context) (api.Observation, error) {
 }
 
 func (r *clusterRun) apply(ctx workflow.Context, actions []api.BundleAction, sweep *api.Sweep) (api.ApplyResult, error) {
-	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+	ctx = r.clusterSide(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: applyTimeout,
 		HeartbeatTimeout:    heartbeat,
 		RetryPolicy:         retries(3),
 		Summary:             fmt.Sprintf("apply %d bundle(s) to %s", len(actions), r.in.Target.Cluster),
 	})
 	var res api.ApplyResult
-	err := workflow.ExecuteActivity(ctx, api.ActivityApply, api.ApplyInput{Target: r.in.Target, Actions: actions, Observe: true, Sweep: sweep}).Get(ctx, &res)
+	in := api.ApplyInput{Target: r.in.Target, Actions: actions, Observe: true, Sweep: sweep}
+	if r.in.Target.Agent {
+		in.Prepared = r.prepared
+	}
+	err := workflow.ExecuteActivity(ctx, api.ActivityApply, in).Get(ctx, &res)
 	return res, err
 }

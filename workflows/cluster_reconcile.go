@@ -18,6 +18,9 @@ func (r *clusterRun) reconcile(ctx workflow.Context) time.Duration {
 	if err != nil {
 		return r.unreachable(ctx, err)
 	}
+	if r.newerDesiredWaiting(ctx) {
+		return minCheckDelay
+	}
 	var actions []api.BundleAction
 	for _, o := range obs.Bundles {
 		if f, failed := r.carry.Failures[o.Bundle]; failed && f.DesiredID != o.DesiredID {
@@ -56,7 +59,7 @@ func (r *clusterRun) reconcile(ctx workflow.Context) time.Duration {
 		r.recordSweep(ctx, sweep, sweepKey, removed, "")
 	}
 	r.carry.FailStreak = 0
-	st.Reachable, st.LastSeen, st.Message = true, now, ""
+	st.Reachable, st.Offline, st.LastSeen, st.Message = true, false, now, ""
 	st.Commit = r.in.Target.Commit
 	st.Bundles = st.Bundles[:0]
 	judge = r.judge(obs, now)
@@ -169,21 +172,34 @@ func backoff(attempt int) time.Duration {
 func (r *clusterRun) unreachable(ctx workflow.Context, err error) time.Duration {
 	st := &r.carry.Status
 	st.Reachable = false
-	msg := errorMessage(err)
-	since := ""
-	if !st.LastSeen.IsZero() {
-		since = fmt.Sprintf(" (last successful check %s ago)", workflow.Now(ctx).Sub(st.LastSeen).Round(time.Second))
+	offline := r.in.Target.Agent && agentAway(err)
+	if offline {
+		st.Message = r.offlineMessage(ctx, r.agentPresence())
+	} else {
+		since := ""
+		if !st.LastSeen.IsZero() {
+			since = fmt.Sprintf(" (last successful check %s ago)", workflow.Now(ctx).Sub(st.LastSeen).Round(time.Second))
+		}
+		st.Message = fmt.Sprintf("cluster %q: %s%s", r.in.Target.Cluster, errorMessage(err), since)
 	}
-	st.Message = fmt.Sprintf("cluster %q: %s%s", r.in.Target.Cluster, msg, since)
+	st.Offline = offline
 	for i := range st.Bundles {
 		if st.Bundles[i].State == api.StateReady {
 			st.Bundles[i].State = api.StateNotReady
 			st.Bundles[i].Message = "cluster unreachable"
+			if offline {
+				st.Bundles[i].Message = "agent offline"
+			}
 		}
 	}
 	summarizeCluster(st)
 	r.carry.FailStreak++
 	r.report(ctx, false)
+	if offline {
+		// The next task waits a whole check interval in the agent's queue (agentPresence): that wait is
+		// the pacing, and the agent's return is seen the moment it polls.
+		return minCheckDelay
+	}
 	return backoff(r.carry.FailStreak)
 }
 

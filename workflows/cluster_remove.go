@@ -83,7 +83,7 @@ func (r *clusterRun) uninstallInput(rr RemoveRequest) api.UninstallInput {
 func (r *clusterRun) uninstallAll(ctx workflow.Context, rr RemoveRequest, removeCh workflow.ReceiveChannel) (api.UninstallResult, *RemoveRequest, error) {
 	actx, cancel := workflow.WithCancel(ctx)
 	defer cancel()
-	actx = workflow.WithActivityOptions(actx, workflow.ActivityOptions{
+	actx = r.clusterSide(actx, workflow.ActivityOptions{
 		StartToCloseTimeout: applyTimeout,
 		HeartbeatTimeout:    heartbeat,
 		RetryPolicy:         retries(2),
@@ -117,7 +117,7 @@ func (r *clusterRun) uninstallAll(ctx workflow.Context, rr RemoveRequest, remove
 func (r *clusterRun) reportRemoval(ctx workflow.Context, err error) {
 	st := &r.carry.Status
 	var appErr *temporal.ApplicationError
-	st.Reachable = !(errors.As(err, &appErr) && appErr.Type() == api.ErrTypeUnreachable)
+	st.Reachable = !(errors.As(err, &appErr) && appErr.Type() == api.ErrTypeUnreachable) && !agentAway(err)
 	st.State, st.Bundles = api.StateErrApplied, nil
 	st.Message = "uninstall failed, retrying until it succeeds: " + errorMessage(err)
 	st.LastChecked = workflow.Now(ctx)
@@ -157,7 +157,7 @@ func (r *clusterRun) removed(ctx workflow.Context, message string, res *api.Unin
 // removeOnce is the removal of runs started before clusterShapeRemoveReports, as their histories hold it:
 // one Uninstall retried until done.
 func (r *clusterRun) removeOnce(ctx workflow.Context, rr RemoveRequest) error {
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+	actx := r.clusterSide(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: applyTimeout,
 		HeartbeatTimeout:    heartbeat,
 		RetryPolicy:         retryUntilDone(),

@@ -18,7 +18,7 @@ func (g *gitRepoRun) target(pc api.PlannedCluster) api.ClusterTarget {
 		GitRepo: g.name(), Cluster: pc.Name, ClusterDigest: pc.Digest, Repo: s.Repo, Commit: g.carry.Commit,
 		ClientSecretName: s.ClientSecretName, Namespace: g.key.PayloadNamespace(),
 		CABundle: s.CABundle, InsecureSkipTLSVerify: s.InsecureSkipTLSVerify, ChartAccess: api.ChartAccessOf(s),
-		HelmOp: s.HelmOp,
+		HelmOp: s.HelmOp, Agent: pc.Agent,
 		Options: api.DeployOptions{
 			TargetNamespace: s.TargetNamespace, KeepResources: s.KeepResources,
 			CorrectDrift: s.CorrectDrift, ForceSyncGeneration: s.ForceSyncGeneration,

@@ -133,7 +133,7 @@ func keepUnloaded(prev *api.Plan, next *api.Plan) {
 						c.Bundles = append(c.Bundles, u)
 					}
 				} else {
-					added = append(added, api.PlannedCluster{Name: pc.Name, Digest: pc.Digest, Paused: pc.Paused, Bundles: []int{u}})
+					added = append(added, api.PlannedCluster{Name: pc.Name, Digest: pc.Digest, Paused: pc.Paused, Bundles: []int{u}, Agent: pc.Agent})
 				}
 			}
 		}

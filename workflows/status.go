@@ -102,7 +102,10 @@ func summarizeCluster(c *api.ClusterStatus) {
 			msgs = append(msgs, m)
 		}
 	}
-	if !c.Reachable && c.State != api.StateErrApplied {
+	switch {
+	case c.Offline:
+		c.State = api.StateOffline
+	case !c.Reachable && c.State != api.StateErrApplied:
 		c.State = api.StateErrApplied
 	}
 	if c.Message == "" || c.Reachable {
@@ -140,7 +143,10 @@ func stage(cs *api.ClusterStatus, why string) {
 			state = b.State
 		}
 	}
-	if !cs.Reachable {
+	switch {
+	case cs.Offline:
+		state = api.StateOffline
+	case !cs.Reachable:
 		state = api.StateErrApplied
 	}
 	sortBundles(cs.Bundles)

@@ -64,7 +64,7 @@ func (r *clusterRun) recordSweep(ctx workflow.Context, s *api.Sweep, key string,
 
 // uninstallStale runs a sweep on its own, when nothing else is to be applied.
 func (r *clusterRun) uninstallStale(ctx workflow.Context, s api.Sweep) ([]string, error) {
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+	actx := r.clusterSide(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: applyTimeout,
 		HeartbeatTimeout:    heartbeat,
 		RetryPolicy:         retries(3),

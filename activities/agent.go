@@ -1,0 +1,81 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/flotilla-gitops/flotilla/agentclient"
+	"github.com/flotilla-gitops/flotilla/api"
+	"github.com/flotilla-gitops/flotilla/fleet"
+	"github.com/flotilla-gitops/flotilla/fleet/render"
+	"github.com/flotilla-gitops/flotilla/internal/content"
+)
+
+// LocalCluster is the one cluster a flotilla-agent runs in and applies to (pull mode, ADR 22).
+type LocalCluster struct {
+	// Name and Workspace are the cluster's inventory name and workspace: the agent's identity.
+	Name, Workspace string
+	Client          *agentclient.Client
+	// Store keeps the packages fetched from the management side, by digest, so a package is fetched once
+	// per agent however many checks and retries apply it.
+	Store *content.Store
+	// Fetch reads one chunk of a package from the management side, through Temporal (ContentWorkflow).
+	Fetch func(ctx context.Context, in api.ReadContentInput) ([]byte, error)
+}
+
+// clientFor is the agent's own cluster, and refuses any other: a task for another cluster on this queue is
+// a routing error, never something to apply here.
+func (l *LocalCluster) clientFor(workspace, cluster string) (*agentclient.Client, error) {
+	if fleet.Workspace(workspace) != fleet.Workspace(l.Workspace) || cluster != l.Name {
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("this agent runs in cluster %q, not %q",
+			fleet.DisplayName(l.Workspace, l.Name), fleet.DisplayName(workspace, cluster)), api.ErrTypeUnknownCluster, nil)
+	}
+	return l.Client, nil
+}
+
+// preparedError is a bundle that did not render on the management side, with the type Observe gives it.
+type preparedError struct{ msg, typ string }
+
+func (e *preparedError) Error() string { return e.msg }
+
+// renderPrepared is an agent's rendering of a bundle: the management side's summary for a check, and its
+// package, fetched once by digest, for an apply. The agent never reads git or a chart repository.
+func (a *Activities) renderPrepared(ctx context.Context, h *clusterHandle, t api.ClusterTarget, ref api.BundleRef, forApply bool) (*render.Release, error) {
+	p, ok := h.prepared[ref.Name]
+	if !ok {
+		return nil, fmt.Errorf("bundle %q: the management side sent no rendering of it", ref.Name)
+	}
+	if p.Error != "" {
+		return nil, &preparedError{msg: p.Error, typ: p.ErrorType}
+	}
+	rel, err := render.UnmarshalSummary(p.Release)
+	if err != nil {
+		return nil, fmt.Errorf("bundle %q: %w", ref.Name, err)
+	}
+	if !forApply || !rel.Deploy {
+		return rel, nil
+	}
+	data, err := a.Local.Store.Get(p.Package)
+	if errors.Is(err, content.ErrNotFound) {
+		data, err = content.Assemble(ctx, p.Package, p.PackageSize, api.ContentChunkSize, func(ctx context.Context, offset, length int64) ([]byte, error) {
+			return a.Local.Fetch(ctx, api.ReadContentInput{Digest: p.Package, Offset: offset, Length: length, Target: t, Bundle: ref.Name})
+		})
+		if err == nil {
+			_, err = a.Local.Store.Put(data)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bundle %q: package %s from the management side: %w", ref.Name, p.Package, err)
+	}
+	full, err := render.UnmarshalPackage(data)
+	if err != nil {
+		return nil, fmt.Errorf("bundle %q: package %s: %w", ref.Name, p.Package, err)
+	}
+	if full.DeploymentID != rel.DeploymentID {
+		return nil, fmt.Errorf("bundle %q: package %s holds deployment %s, not %s", ref.Name, p.Package, full.DeploymentID, rel.DeploymentID)
+	}
+	return full, nil
+}

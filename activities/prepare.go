@@ -1,0 +1,189 @@
+package activities
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/flotilla-gitops/flotilla/api"
+	"github.com/flotilla-gitops/flotilla/internal/content"
+	"github.com/flotilla-gitops/flotilla/internal/gitcache"
+)
+
+// Prepare renders every bundle of an agent-mode cluster's target on the management side, where the
+// repository, the chart sources and their credentials are, and stores each rendering's package for the
+// agent to fetch (ADR 22). What it returns is small: summaries and digests, never a chart or values.
+func (a *Activities) Prepare(ctx context.Context, in api.PrepareInput) (api.PrepareResult, error) {
+	t := in.Target
+	h, err := a.renderHandle(ctx, t)
+	if err != nil {
+		return api.PrepareResult{}, err
+	}
+	stop := heartbeatEvery(ctx, 3*time.Second)
+	defer stop()
+	res := api.PrepareResult{Bundles: make([]api.PreparedBundle, len(t.Bundles))}
+	err = a.forEach(len(t.Bundles), func(i int) error {
+		p, err := a.prepareBundle(ctx, h, t, t.Bundles[i])
+		res.Bundles[i] = p
+		return err
+	})
+	return res, err
+}
+
+// renderHandle is the target's cluster and checkout, without a client: the management side renders for an
+// agent-mode cluster it cannot reach.
+func (a *Activities) renderHandle(ctx context.Context, t api.ClusterTarget) (*clusterHandle, error) {
+	h, _, err := a.entry(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	if h.dir, err = a.checkout(ctx, gitcache.Remote{URL: t.Repo, Secret: t.ClientSecretName, CABundle: t.CABundle,
+		InsecureSkipTLSVerify: t.InsecureSkipTLSVerify}, t.Commit, t.HelmOp); err != nil {
+		return nil, temporal.NewApplicationError(err.Error(), api.ErrTypeGit)
+	}
+	return h, nil
+}
+
+// prepareBundle is one bundle's PreparedBundle. A bundle that does not render carries its error, as in
+// Observe; only a failure to store a package fails the activity.
+func (a *Activities) prepareBundle(ctx context.Context, h *clusterHandle, t api.ClusterTarget, ref api.BundleRef) (api.PreparedBundle, error) {
+	p := api.PreparedBundle{Bundle: ref.Name}
+	rel, err := a.render(ctx, h, t, ref, false)
+	if err != nil {
+		p.Error, p.ErrorType = err.Error(), renderErrorType(err)
+		return p, nil
+	}
+	if p.Release, err = rel.MarshalSummary(); err != nil {
+		p.Error, p.ErrorType = fmt.Sprintf("bundle %q: %v", ref.Name, err), api.ErrTypeBundle
+		return p, nil
+	}
+	if !rel.Deploy {
+		return p, nil
+	}
+	key := packageKey(rel.DeploymentID, p.Release)
+	if e, ok := a.packages.get(key); ok && a.Content.Has(e.digest) {
+		p.Package, p.PackageSize = e.digest, e.size
+		return p, nil
+	}
+	data, err := a.packageOf(ctx, h, t, ref)
+	if err != nil {
+		var pe *packageError
+		if errors.As(err, &pe) {
+			p.Error, p.ErrorType = err.Error(), api.ErrTypeBundle
+			return p, nil
+		}
+		return p, err
+	}
+	digest, err := a.Content.Put(data)
+	if err != nil {
+		return p, fmt.Errorf("storing the package of bundle %q: %w", ref.Name, err)
+	}
+	a.packages.put(key, packageEntry{digest: digest, size: int64(len(data))})
+	p.Package, p.PackageSize = digest, int64(len(data))
+	return p, nil
+}
+
+// packageError is a rendering that cannot be packaged for an agent (render says why): the bundle's error.
+type packageError struct{ err error }
+
+func (e *packageError) Error() string { return e.err.Error() }
+func (e *packageError) Unwrap() error { return e.err }
+
+// packageOf renders a bundle in full and encodes it.
+func (a *Activities) packageOf(ctx context.Context, h *clusterHandle, t api.ClusterTarget, ref api.BundleRef) ([]byte, error) {
+	full, err := a.render(ctx, h, t, ref, true)
+	if err != nil {
+		return nil, &packageError{err}
+	}
+	data, err := full.MarshalPackage()
+	if err != nil {
+		return nil, &packageError{fmt.Errorf("bundle %q: %w", ref.Name, err)}
+	}
+	return data, nil
+}
+
+// ReadContent is one chunk of a package, for an agent. A worker that does not hold the package (another
+// worker made it, or its cache was cleared) renders it again from the recipe the agent sends and serves
+// it only if it is byte for byte the package asked for.
+func (a *Activities) ReadContent(ctx context.Context, in api.ReadContentInput) ([]byte, error) {
+	if in.Length <= 0 || in.Length > api.ContentChunkSize || in.Offset < 0 {
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("chunk of %d bytes at %d: chunks are 1 to %d bytes", in.Length, in.Offset, api.ContentChunkSize), api.ErrTypeBundle, nil)
+	}
+	data, err := a.Content.ReadChunk(in.Digest, in.Offset, in.Length)
+	if !errors.Is(err, content.ErrNotFound) {
+		return data, err
+	}
+	h, err := a.renderHandle(ctx, in.Target)
+	if err != nil {
+		return nil, err
+	}
+	var ref *api.BundleRef
+	for i := range in.Target.Bundles {
+		if in.Target.Bundles[i].Name == in.Bundle {
+			ref = &in.Target.Bundles[i]
+		}
+	}
+	if ref == nil {
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("package %s: bundle %q is not in the target", in.Digest, in.Bundle), api.ErrTypeBundle, nil)
+	}
+	pkg, err := a.packageOf(ctx, h, in.Target, *ref)
+	if err != nil {
+		return nil, err
+	}
+	digest, err := a.Content.Put(pkg)
+	if err != nil {
+		return nil, fmt.Errorf("storing the package of bundle %q: %w", in.Bundle, err)
+	}
+	if digest != in.Digest {
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("package %s of bundle %q: rendering it again gives %s; the agent goes on with the next desired state",
+			in.Digest, in.Bundle, digest), api.ErrTypeStale, nil)
+	}
+	return a.Content.ReadChunk(in.Digest, in.Offset, in.Length)
+}
+
+// packageIndex remembers which package each rendering was stored as, so an idle Prepare encodes nothing.
+type packageIndex struct {
+	mu      sync.Mutex
+	entries map[[32]byte]packageEntry
+}
+
+type packageEntry struct {
+	digest string
+	size   int64
+}
+
+const packageIndexSize = 4096
+
+// packageKey identifies a rendering: its deployment ID and its summary (the options outside the
+// deployment ID, correctDrift among them, travel in the package too).
+func packageKey(deploymentID string, summary []byte) [32]byte {
+	h := sha256.New()
+	h.Write([]byte(deploymentID))
+	h.Write([]byte{0})
+	h.Write(summary)
+	var k [32]byte
+	copy(k[:], h.Sum(nil))
+	return k
+}
+
+func (x *packageIndex) get(k [32]byte) (packageEntry, bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	e, ok := x.entries[k]
+	return e, ok
+}
+
+func (x *packageIndex) put(k [32]byte, e packageEntry) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.entries == nil || len(x.entries) >= packageIndexSize {
+		x.entries = map[[32]byte]packageEntry{} // forgetting costs one more encoding, never a wrong answer
+	}
+	x.entries[k] = e
+}
+
