@@ -13,10 +13,11 @@ all: build
 tools:
 	@hack/build-tools.sh
 
-bin/flotilla-worker bin/flotilla bin/flotilla-dev bin/flotilla-bench: FORCE
+bin/flotilla-worker bin/flotilla bin/flotilla-agent bin/flotilla-dev bin/flotilla-bench: FORCE
 	@mkdir -p bin
 	$(GO) build -trimpath -o bin/flotilla-worker ./worker
 	$(GO) build -trimpath -o bin/flotilla ./starter
+	$(GO) build -trimpath -o bin/flotilla-agent ./cmd/flotilla-agent
 	$(GO) build -trimpath -o bin/flotilla-dev ./cmd/flotilla-dev
 	$(GO) build -trimpath -o bin/flotilla-bench ./cmd/flotilla-bench
 

@@ -24,6 +24,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/internal/chartcheck"
 	"github.com/flotilla-gitops/flotilla/internal/chartload"
 	"github.com/flotilla-gitops/flotilla/internal/charts"
+	"github.com/flotilla-gitops/flotilla/internal/content"
 	"github.com/flotilla-gitops/flotilla/internal/gitcache"
 	"github.com/flotilla-gitops/flotilla/internal/parallel"
 	"github.com/flotilla-gitops/flotilla/inventory"

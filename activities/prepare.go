@@ -186,4 +186,3 @@ func (x *packageIndex) put(k [32]byte, e packageEntry) {
 	}
 	x.entries[k] = e
 }
-

@@ -5,11 +5,8 @@ import (
 	"fmt"
 
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/temporal"
 
-	"github.com/flotilla-gitops/flotilla/agentclient"
 	"github.com/flotilla-gitops/flotilla/api"
-	"github.com/flotilla-gitops/flotilla/fleet"
 )
 
 // Uninstall removes a GitRepo's releases from a cluster (all of them, or those a sweep does not keep),

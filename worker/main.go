@@ -26,6 +26,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/agentclient"
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/internal/chartcheck"
+	"github.com/flotilla-gitops/flotilla/internal/content"
 	"github.com/flotilla-gitops/flotilla/internal/charts"
 	"github.com/flotilla-gitops/flotilla/internal/credentials"
 	"github.com/flotilla-gitops/flotilla/internal/gitcache"
@@ -99,6 +100,7 @@ func run() error {
 	w.RegisterWorkflow(workflows.GitRepoWorkflow)
 	w.RegisterWorkflow(workflows.ClusterWorkflow)
 	w.RegisterWorkflow(workflows.InventoryWorkflow)
+	w.RegisterWorkflow(workflows.ContentWorkflow)
 	acts := &activities.Activities{
 		Git:        cache,
 		Clusters:   agentclient.NewPool(log.Named("agentclient")),
@@ -110,6 +112,8 @@ func run() error {
 		// Beside the checkouts, which are pruned per repository; archives are kept by digest.
 		Charts:    &charts.Fetcher{Dir: filepath.Join(cfg.cacheDir, "charts")},
 		HelmCreds: creds,
+		// The packages agents fetch (pull mode); any worker can make one again, so losing them costs a render.
+		Content: &content.Store{Dir: filepath.Join(cfg.cacheDir, "content")},
 	}
 	acts.Register(w)
 

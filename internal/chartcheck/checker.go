@@ -42,6 +42,8 @@ type Checker struct {
 	limits     Limits
 	slots      chan struct{}
 	outcomes   *outcomes
+	// local, set by NewLocal, is the one cluster every check renders against (a flotilla-agent's own).
+	local *clusterAccess
 	// started counts children started, so tests can tell a cached outcome from a new check.
 	started atomic.Int64
 }
@@ -52,6 +54,14 @@ type Checker struct {
 func New(executable string, inv InventoryReader) *Checker {
 	return &Checker{executable: executable, inventory: inv, limits: DefaultLimits(),
 		slots: make(chan struct{}, MaxConcurrent), outcomes: newOutcomes(cacheSize)}
+}
+
+// NewLocal returns a Checker for a process that applies to one cluster only, a flotilla-agent: every
+// check renders against the cluster kubeconfig (and context) reach, whatever the inventory says.
+func NewLocal(executable, kubeconfig, kubeContext string) *Checker {
+	c := New(executable, nil)
+	c.local = &clusterAccess{Kubeconfig: kubeconfig, Context: kubeContext}
+	return c
 }
 
 // Request is one Helm install or upgrade about to be made.
@@ -130,6 +140,11 @@ func outcomeKey(r Request, req childRequest) [32]byte {
 }
 
 func (c *Checker) clusterAccess(ctx context.Context, r Request) (clusterAccess, error) {
+	if c.local != nil {
+		a := *c.local
+		a.Confine = r.Apply.ConfineToNamespace
+		return a, nil
+	}
 	if c.inventory == nil {
 		return clusterAccess{}, nil
 	}

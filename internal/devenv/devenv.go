@@ -257,6 +257,30 @@ func StartWorker(o WorkerOptions) (*proc.Process, error) {
 		Args: append(args, o.ExtraArgs...), LogFile: o.LogFile, PIDFile: o.PIDFile, Detached: o.Detached})
 }
 
+// AgentOptions start a flotilla-agent process for one cluster.
+type AgentOptions struct {
+	Bin, Address, CacheDir, LogFile, PIDFile string
+	// Cluster and Workspace are the cluster's inventory name and workspace (empty: fleet-default).
+	Cluster, Workspace string
+	// Kubeconfig is the cluster's, given to the agent only.
+	Kubeconfig string
+	// TaskQueue is the installation's; empty is api.DefaultTaskQueue.
+	TaskQueue string
+	ExtraArgs []string
+	Detached  bool
+}
+
+// StartAgent starts bin/flotilla-agent as its own process, with the cluster's kubeconfig.
+func StartAgent(o AgentOptions) (*proc.Process, error) {
+	args := []string{"--cluster", o.Cluster, "--address", o.Address, "--task-queue", orDefaultQueue(o.TaskQueue),
+		"--kubeconfig", o.Kubeconfig, "--cache-dir", o.CacheDir, "--dev-log"}
+	if o.Workspace != "" {
+		args = append(args, "--workspace", o.Workspace)
+	}
+	return proc.Start(proc.Spec{Name: "flotilla-agent-" + o.Cluster, Path: filepath.Join(o.Bin, "flotilla-agent"),
+		Args: append(args, o.ExtraArgs...), LogFile: o.LogFile, PIDFile: o.PIDFile, Detached: o.Detached})
+}
+
 func orDefaultQueue(q string) string {
 	if q == "" {
 		return api.DefaultTaskQueue

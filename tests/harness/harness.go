@@ -20,6 +20,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
@@ -55,7 +56,7 @@ func BinDir() string {
 // RequireBinaries skips nothing: a missing binary is a failed setup, with the command that builds it.
 func RequireBinaries(t *testing.T) {
 	t.Helper()
-	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "registry", "temporal", "flotilla-worker", "flotilla"} {
+	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "registry", "temporal", "flotilla-worker", "flotilla", "flotilla-agent"} {
 		if _, err := os.Stat(filepath.Join(BinDir(), b)); err != nil {
 			t.Fatalf("%s missing in %s: run `make tools build` (make test does it)", b, BinDir())
 		}
@@ -140,6 +141,42 @@ func (s *Stack) StartWorker() {
 		CacheDir: filepath.Join(s.Dir, "gitcache"), LogFile: filepath.Join(s.Dir, "worker.log"), ExtraArgs: s.workerArgs})
 	require.NoError(s.t, err)
 	s.Worker = w
+}
+
+// StartAgent starts a flotilla-agent for the fleet-default cluster name, with the kubeconfig of the local
+// cluster backing, which only the agent is given. It is stopped when the test ends (and its log shown if
+// the test failed); the returned process may be stopped or killed before.
+func (s *Stack) StartAgent(name, backing string, extraArgs ...string) *proc.Process {
+	s.t.Helper()
+	logFile := filepath.Join(s.Dir, "agent-"+name+".log")
+	a, err := devenv.StartAgent(devenv.AgentOptions{Bin: BinDir(), Address: s.Temporal.Address(), Cluster: name,
+		Kubeconfig: s.K8s.Kubeconfig(backing), CacheDir: filepath.Join(s.Dir, "agent-"+name), LogFile: logFile, ExtraArgs: extraArgs})
+	require.NoError(s.t, err)
+	s.t.Cleanup(func() {
+		_ = a.Stop(5 * time.Second)
+		if s.t.Failed() {
+			dumpLog(s.t, logFile)
+		}
+	})
+	return a
+}
+
+// AddAgentCluster registers a fleet-default cluster in pull mode (`cluster add --agent`): the management
+// side gets no kubeconfig for it.
+func (s *Stack) AddAgentCluster(name string, labels map[string]string, values map[string]any) {
+	s.t.Helper()
+	args := []string{"cluster", "add", name, "--replace", "--agent"}
+	for k, v := range labels {
+		args = append(args, "--label", k+"="+v)
+	}
+	if values != nil {
+		data, err := yaml.Marshal(values)
+		require.NoError(s.t, err)
+		f := filepath.Join(s.Dir, "values-agent-"+name+".yaml")
+		require.NoError(s.t, os.WriteFile(f, data, 0o644))
+		args = append(args, "--values", f)
+	}
+	s.CLIRun(args...)
 }
 
 // KillWorker kills the worker with SIGKILL, as a crash would.
@@ -544,14 +581,43 @@ func (s *Stack) countActivitiesInRun(ctx context.Context, workflowID, runID, act
 // local activities), a memo, a search attribute or a failure. Events are searched in their wire form, in
 // which payloads are the data converter's JSON, unencoded.
 func (s *Stack) HistoriesContaining(text string) ([]string, error) {
+	var found []string
+	err := s.eachEvent(func(id, run string, ev *historypb.HistoryEvent) (bool, error) {
+		wire, err := proto.Marshal(ev)
+		if err != nil {
+			return false, err
+		}
+		if bytes.Contains(wire, []byte(text)) {
+			found = append(found, id+" (run "+run+")")
+			return false, nil
+		}
+		return true, nil
+	})
+	return found, err
+}
+
+// LargestPayload is the size in bytes of the largest event in any workflow's history: a bound on every
+// payload Temporal carried (inputs, results, signals, memos).
+func (s *Stack) LargestPayload() int {
+	s.t.Helper()
+	largest := 0
+	require.NoError(s.t, s.eachEvent(func(_, _ string, ev *historypb.HistoryEvent) (bool, error) {
+		largest = max(largest, proto.Size(ev))
+		return true, nil
+	}))
+	return largest
+}
+
+// eachEvent calls fn with every event of every run of every workflow, a run's in order, until fn says
+// to stop with that run.
+func (s *Stack) eachEvent(fn func(id, run string, ev *historypb.HistoryEvent) (bool, error)) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	var found []string
 	var token []byte
 	for {
 		page, err := s.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{NextPageToken: token})
 		if err != nil {
-			return nil, fmt.Errorf("listing workflows: %w", err)
+			return fmt.Errorf("listing workflows: %w", err)
 		}
 		for _, e := range page.GetExecutions() {
 			id, run := e.GetExecution().GetWorkflowId(), e.GetExecution().GetRunId()
@@ -559,20 +625,19 @@ func (s *Stack) HistoriesContaining(text string) ([]string, error) {
 			for it.HasNext() {
 				ev, err := it.Next()
 				if err != nil {
-					return nil, fmt.Errorf("history of %s run %s: %w", id, run, err)
+					return fmt.Errorf("history of %s run %s: %w", id, run, err)
 				}
-				wire, err := proto.Marshal(ev)
+				more, err := fn(id, run, ev)
 				if err != nil {
-					return nil, err
+					return err
 				}
-				if bytes.Contains(wire, []byte(text)) {
-					found = append(found, id+" (run "+run+")")
+				if !more {
 					break
 				}
 			}
 		}
 		if token = page.GetNextPageToken(); len(token) == 0 {
-			return found, nil
+			return nil
 		}
 	}
 }

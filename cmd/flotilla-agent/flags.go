@@ -1,0 +1,124 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+
+	"github.com/flotilla-gitops/flotilla/api"
+	"github.com/flotilla-gitops/flotilla/internal/envdefault"
+)
+
+// config is the agent's command line; every flag defaults to its environment variable, which is how the
+// Deployment `flotilla agent manifest` prints configures it.
+type config struct {
+	cluster, workspace      string
+	kubeconfig, kubeContext string
+	address                 string
+	temporalNamespace       string
+	taskQueue               string
+	cacheDir                string
+	logLevel                string
+	devLog                  bool
+	maxActivities           int
+	bundleConcurrency       int
+	helmQPS                 float64
+	helmBurst               int
+}
+
+// Defaults of the agent's concurrency: an agent serves one cluster, so it needs far fewer slots than a
+// worker serving thousands (seed 001: they are flags, shown in --help and the README).
+const (
+	DefaultMaxConcurrentActivities = 8
+	DefaultBundleConcurrency       = 8
+	DefaultHelmQPS                 = 50
+	DefaultHelmBurst               = 100
+)
+
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
+	defaultCache := filepath.Join(os.TempDir(), "flotilla-agent")
+	if d, err := os.UserCacheDir(); err == nil {
+		defaultCache = filepath.Join(d, "flotilla", "agent")
+	}
+	if err := checkEnvNumbers(); err != nil {
+		return config{}, err
+	}
+	var c config
+	fs.StringVar(&c.cluster, "cluster", os.Getenv("FLOTILLA_CLUSTER"), "this cluster's name in the inventory (env FLOTILLA_CLUSTER); required")
+	fs.StringVar(&c.workspace, "workspace", os.Getenv("FLOTILLA_WORKSPACE"), "this cluster's workspace, empty for fleet-default (env FLOTILLA_WORKSPACE)")
+	fs.StringVar(&c.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of this cluster (env KUBECONFIG); empty: the pod's service account (in-cluster)")
+	fs.StringVar(&c.kubeContext, "context", "", "context in --kubeconfig; empty: its current context")
+	fs.StringVar(&c.address, "address", envdefault.TemporalAddress(), "Temporal frontend host:port to dial out to (env TEMPORAL_ADDRESS)")
+	fs.StringVar(&c.temporalNamespace, "namespace", envdefault.TemporalNamespace(), "Temporal namespace (env TEMPORAL_NAMESPACE)")
+	fs.StringVar(&c.temporalNamespace, "temporal-namespace", envdefault.TemporalNamespace(), "the same as --namespace, spelled as the worker spells it")
+	fs.StringVar(&c.taskQueue, "task-queue", envdefault.TaskQueue(), "the installation's task queue (env FLOTILLA_TASK_QUEUE); the agent polls its own queue derived from it")
+	fs.StringVar(&c.cacheDir, "cache-dir", envdefault.Or("FLOTILLA_CACHE_DIR", defaultCache), "where fetched packages are kept (env FLOTILLA_CACHE_DIR)")
+	fs.StringVar(&c.logLevel, "log-level", envdefault.Or("FLOTILLA_LOG_LEVEL", "info"), "debug, info, warn or error (env FLOTILLA_LOG_LEVEL)")
+	fs.BoolVar(&c.devLog, "dev-log", false, "human-readable logs instead of JSON")
+	fs.IntVar(&c.maxActivities, "max-concurrent-activities", envInt("FLOTILLA_MAX_CONCURRENT_ACTIVITIES", DefaultMaxConcurrentActivities),
+		"activities the agent runs at once (env FLOTILLA_MAX_CONCURRENT_ACTIVITIES)")
+	fs.IntVar(&c.bundleConcurrency, "bundle-concurrency", envInt("FLOTILLA_BUNDLE_CONCURRENCY", DefaultBundleConcurrency),
+		"bundles one activity observes or applies at once (env FLOTILLA_BUNDLE_CONCURRENCY)")
+	fs.Float64Var(&c.helmQPS, "helm-qps", envFloat("FLOTILLA_HELM_QPS", DefaultHelmQPS), "requests per second to the API server (env FLOTILLA_HELM_QPS)")
+	fs.IntVar(&c.helmBurst, "helm-burst", envInt("FLOTILLA_HELM_BURST", DefaultHelmBurst), "burst of requests to the API server (env FLOTILLA_HELM_BURST)")
+	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	switch {
+	case c.cluster == "":
+		return config{}, fmt.Errorf("--cluster (or FLOTILLA_CLUSTER) is required: the name this cluster was registered with (flotilla cluster add NAME --agent)")
+	case !dnsLabel.MatchString(c.cluster):
+		return config{}, fmt.Errorf("--cluster %q: must be a DNS label", c.cluster)
+	case c.workspace != "" && !dnsLabel.MatchString(c.workspace):
+		return config{}, fmt.Errorf("--workspace %q: must be a DNS label", c.workspace)
+	case c.maxActivities < 1:
+		return config{}, fmt.Errorf("--max-concurrent-activities %d: must be at least 1", c.maxActivities)
+	case c.bundleConcurrency < 1:
+		return config{}, fmt.Errorf("--bundle-concurrency %d: must be at least 1", c.bundleConcurrency)
+	case c.helmQPS <= 0 || c.helmBurst < 1:
+		return config{}, fmt.Errorf("--helm-qps %v and --helm-burst %d: must be positive", c.helmQPS, c.helmBurst)
+	}
+	if err := api.CheckTaskQueue(c.taskQueue); err != nil {
+		return config{}, fmt.Errorf("--task-queue (or FLOTILLA_TASK_QUEUE): %w", err)
+	}
+	return c, nil
+}
+
+// checkEnvNumbers refuses a numeric setting from the environment that does not parse, which would
+// otherwise be replaced by its default without a word.
+func checkEnvNumbers() error {
+	for _, key := range []string{"FLOTILLA_MAX_CONCURRENT_ACTIVITIES", "FLOTILLA_BUNDLE_CONCURRENCY", "FLOTILLA_HELM_BURST"} {
+		if v := os.Getenv(key); v != "" {
+			if _, err := strconv.Atoi(v); err != nil {
+				return fmt.Errorf("%s=%q: not a whole number", key, v)
+			}
+		}
+	}
+	if v := os.Getenv("FLOTILLA_HELM_QPS"); v != "" {
+		if _, err := strconv.ParseFloat(v, 64); err != nil {
+			return fmt.Errorf("FLOTILLA_HELM_QPS=%q: not a number", v)
+		}
+	}
+	return nil
+}
+
+// envInt and envFloat are a flag's default from the environment (checkEnvNumbers refuses one that does
+// not parse).
+func envInt(key string, fallback int) int {
+	if v, err := strconv.Atoi(os.Getenv(key)); err == nil {
+		return v
+	}
+	return fallback
+}
+
+func envFloat(key string, fallback float64) float64 {
+	if v, err := strconv.ParseFloat(os.Getenv(key), 64); err == nil {
+		return v
+	}
+	return fallback
+}
