@@ -9,9 +9,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
+	"net"
 	"regexp"
 	"sort"
 	"strings"
+	"unicode"
 
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/fleet/target"
@@ -75,14 +78,68 @@ func ValidateCluster(c fleet.Cluster) error {
 	if err := validNamespace(c.Metadata.Namespace); err != nil {
 		return fmt.Errorf("cluster %q: metadata.namespace %q: must be a DNS label", name, c.Metadata.Namespace)
 	}
-	if c.Spec.KubeConfigPath == "" {
-		return fmt.Errorf("cluster %q: spec.kubeConfigPath is required (a kubeconfig file on the worker's host)", name)
+	if err := validAccess(name, c.Spec); err != nil {
+		return err
 	}
 	if ns := c.Spec.ConfineToNamespace; ns != "" && (!dnsLabel.MatchString(ns) || len(ns) > 63) {
 		return fmt.Errorf("cluster %q: spec.confineToNamespace %q: must be a DNS label", name, ns)
 	}
 	if err := encodable(c.Spec.TemplateValues); err != nil {
 		return fmt.Errorf("cluster %q: spec.templateValues: %v", name, err)
+	}
+	return nil
+}
+
+// validAccess checks how the management side reaches the cluster: through a kubeconfig on the worker's
+// host, or through the cluster's own agent (ADR 22), never both, since the cluster workflow sends its
+// activities to one place only and a kubeconfig left beside an agent would suggest a path that is not taken.
+func validAccess(name string, s fleet.ClusterSpec) error {
+	switch {
+	case s.KubeConfigPath != "" && s.Agent != nil:
+		return fmt.Errorf("cluster %q: spec.kubeConfigPath and spec.agent are both set: give one (a kubeconfig on the worker's host, "+
+			"or an agent in the cluster that dials out), not both", name)
+	case s.KubeConfigPath == "" && s.Agent == nil:
+		return fmt.Errorf("cluster %q: spec.kubeConfigPath or spec.agent is required (a kubeconfig file on the worker's host, "+
+			"or an agent in the cluster that dials out)", name)
+	case s.Agent == nil:
+		return nil
+	}
+	if s.KubeConfigContext != "" {
+		return fmt.Errorf("cluster %q: spec.kubeConfigContext %q is set on an agent-mode cluster (spec.agent): the agent uses its own "+
+			"cluster's credentials, remove it", name, s.KubeConfigContext)
+	}
+	return ValidateAgent(name, *s.Agent)
+}
+
+// agentLogLevels are the levels the agent's --log-level takes.
+var agentLogLevels = map[string]bool{"debug": true, "info": true, "warn": true, "error": true}
+
+// ValidateAgent checks an agent-mode cluster's agent settings; name is how errors name the cluster. An
+// empty field is valid: it takes its default when the agent's manifest is made.
+func ValidateAgent(name string, a fleet.ClusterAgent) error {
+	if a.LogLevel != "" && !agentLogLevels[a.LogLevel] {
+		return fmt.Errorf("cluster %q: spec.agent.logLevel %q: must be debug, info, warn or error", name, a.LogLevel)
+	}
+	if ns := a.Namespace; ns != "" && (!dnsLabel.MatchString(ns) || len(ns) > 63) {
+		return fmt.Errorf("cluster %q: spec.agent.namespace %q: must be a DNS label (lowercase letters, digits, '-'; at most 63 characters)", name, ns)
+	}
+	if a.MaxConcurrentActivities < 0 {
+		return fmt.Errorf("cluster %q: spec.agent.maxConcurrentActivities %d: must not be negative", name, a.MaxConcurrentActivities)
+	}
+	// NaN and infinities cannot be encoded in JSON, so they would not even reach the inventory intact.
+	if a.HelmQPS < 0 || math.IsNaN(a.HelmQPS) || math.IsInf(a.HelmQPS, 0) {
+		return fmt.Errorf("cluster %q: spec.agent.helmQPS %v: must be a finite number, not negative", name, a.HelmQPS)
+	}
+	if a.HelmBurst < 0 {
+		return fmt.Errorf("cluster %q: spec.agent.helmBurst %d: must not be negative", name, a.HelmBurst)
+	}
+	if addr := a.TemporalAddress; addr != "" {
+		if host, port, err := net.SplitHostPort(addr); err != nil || host == "" || port == "" {
+			return fmt.Errorf("cluster %q: spec.agent.temporalAddress %q: must be host:port", name, addr)
+		}
+	}
+	if strings.IndexFunc(a.Image, unicode.IsSpace) >= 0 {
+		return fmt.Errorf("cluster %q: spec.agent.image %q: must not contain spaces", name, a.Image)
 	}
 	return nil
 }
@@ -141,11 +198,19 @@ func (inv *Inventory) CheckAdd(c fleet.Cluster) error {
 		return nil
 	}
 	var changed []string
+	switch {
+	case mode(old) != mode(c):
+		// Naming the kubeconfig too would say nothing more: one of the two has none.
+		changed = append(changed, "mode ("+mode(old)+", now "+mode(c)+")")
+	case old.Spec.Agent != nil:
+		changed = append(changed, agentChanges(*old.Spec.Agent, *c.Spec.Agent)...)
+	case old.Spec.KubeConfigPath+"#"+old.Spec.KubeConfigContext != c.Spec.KubeConfigPath+"#"+c.Spec.KubeConfigContext:
+		changed = append(changed, "kubeconfig")
+	}
 	for _, f := range []struct {
 		name     string
 		old, new any
 	}{
-		{"kubeconfig", old.Spec.KubeConfigPath + "#" + old.Spec.KubeConfigContext, c.Spec.KubeConfigPath + "#" + c.Spec.KubeConfigContext},
 		{"labels", old.Metadata.Labels, c.Metadata.Labels},
 		{"annotations", old.Metadata.Annotations, c.Metadata.Annotations},
 		{"values", old.Spec.TemplateValues, c.Spec.TemplateValues},
@@ -158,6 +223,39 @@ func (inv *Inventory) CheckAdd(c fleet.Cluster) error {
 	}
 	return fmt.Errorf("cluster %q is registered already with other %s; add --replace to replace its settings "+
 		"(GitRepos that select it by label may then stop or start deploying to it)", clusterName(c), strings.Join(changed, ", "))
+}
+
+// mode is how the management side reaches a cluster: "agent" (pull mode) or "kubeconfig".
+func mode(c fleet.Cluster) string {
+	if c.Spec.Agent != nil {
+		return "agent"
+	}
+	return "kubeconfig"
+}
+
+// agentChanges names the agent settings that differ, as supplied: a setting spelled out as its default is
+// a change of the registration (the operator chose to pin it), though not of the agent's effective
+// configuration, which internal/agentmanifest compares to decide whether the agent is redeployed.
+func agentChanges(old, c fleet.ClusterAgent) []string {
+	var out []string
+	for _, f := range []struct {
+		name     string
+		old, new any
+	}{
+		{"image", old.Image, c.Image},
+		{"namespace", old.Namespace, c.Namespace},
+		{"logLevel", old.LogLevel, c.LogLevel},
+		{"maxConcurrentActivities", old.MaxConcurrentActivities, c.MaxConcurrentActivities},
+		{"helmQPS", old.HelmQPS, c.HelmQPS},
+		{"helmBurst", old.HelmBurst, c.HelmBurst},
+		{"temporalAddress", old.TemporalAddress, c.TemporalAddress},
+		{"temporalNamespace", old.TemporalNamespace, c.TemporalNamespace},
+	} {
+		if f.old != f.new {
+			out = append(out, "agent."+f.name)
+		}
+	}
+	return out
 }
 
 // RemoveCluster removes the cluster name of workspace ns, leaving or not; it reports whether it was there.
@@ -353,6 +451,8 @@ func (inv *Inventory) Info(c fleet.Cluster) fleet.ClusterInfo {
 }
 
 // Digest identifies a cluster's entry and group membership: a change means its bundles must be re-rendered.
+// The entry includes how the cluster is reached (kubeconfig or spec.agent and its settings as supplied), so
+// a cluster moved to an agent, or an agent setting changed, is a change its GitRepos see.
 func Digest(c fleet.Cluster, groups []string) string {
 	sum := sha256.Sum256([]byte(mustJSON(struct {
 		C fleet.Cluster

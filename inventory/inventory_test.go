@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -199,4 +200,79 @@ func TestALeavingClusterStaysRegisteredUntilItIsForgotten(t *testing.T) {
 	require.Empty(t, inv.LeavingIn(""))
 	require.NoError(t, inv.CheckNotLeaving("", "edge-1"))
 	require.ErrorContains(t, inv.CheckNotLeaving("team-a", "edge-1"), "flotilla cluster remove edge-1 -n team-a")
+}
+
+func agentCluster(name string, a fleet.ClusterAgent) fleet.Cluster {
+	return fleet.Cluster{Metadata: fleet.ObjectMeta{Name: name}, Spec: fleet.ClusterSpec{Agent: &a}}
+}
+
+// A cluster is reached one way: through a kubeconfig on the worker's host or through its own agent. Both
+// or neither is refused, naming the cluster and both fields.
+func TestAClusterHasAKubeconfigOrAnAgentNotBoth(t *testing.T) {
+	require.NoError(t, ValidateCluster(cluster("edge", nil)))
+	require.NoError(t, ValidateCluster(agentCluster("edge", fleet.ClusterAgent{})), "every agent setting has a default")
+
+	both := cluster("edge", nil)
+	both.Spec.Agent = &fleet.ClusterAgent{}
+	require.EqualError(t, ValidateCluster(both), `cluster "edge": spec.kubeConfigPath and spec.agent are both set: give one `+
+		`(a kubeconfig on the worker's host, or an agent in the cluster that dials out), not both`)
+
+	neither := fleet.Cluster{Metadata: fleet.ObjectMeta{Name: "edge", Namespace: "team-a"}}
+	require.EqualError(t, ValidateCluster(neither), `cluster "team-a/edge": spec.kubeConfigPath or spec.agent is required `+
+		`(a kubeconfig file on the worker's host, or an agent in the cluster that dials out)`)
+
+	withContext := agentCluster("edge", fleet.ClusterAgent{})
+	withContext.Spec.KubeConfigContext = "prod"
+	require.ErrorContains(t, ValidateCluster(withContext), `cluster "edge": spec.kubeConfigContext "prod" is set on an agent-mode cluster`)
+}
+
+func TestAnAgentsSettingsAreChecked(t *testing.T) {
+	for _, tc := range []struct {
+		agent fleet.ClusterAgent
+		err   string
+	}{
+		{fleet.ClusterAgent{LogLevel: "debug", Namespace: "ops", MaxConcurrentActivities: 2, HelmQPS: 5.5, HelmBurst: 10,
+			TemporalAddress: "temporal.example.com:7233", TemporalNamespace: "edge", Image: "registry.example.com/flotilla:1.2.3"}, ""},
+		{fleet.ClusterAgent{LogLevel: "verbose"}, `cluster "edge": spec.agent.logLevel "verbose": must be debug, info, warn or error`},
+		{fleet.ClusterAgent{Namespace: "Flotilla_System"}, `cluster "edge": spec.agent.namespace "Flotilla_System": must be a DNS label ` +
+			`(lowercase letters, digits, '-'; at most 63 characters)`},
+		{fleet.ClusterAgent{MaxConcurrentActivities: -1}, `cluster "edge": spec.agent.maxConcurrentActivities -1: must not be negative`},
+		{fleet.ClusterAgent{HelmQPS: -0.5}, `cluster "edge": spec.agent.helmQPS -0.5: must be a finite number, not negative`},
+		{fleet.ClusterAgent{HelmQPS: math.Inf(1)}, `cluster "edge": spec.agent.helmQPS +Inf: must be a finite number, not negative`},
+		{fleet.ClusterAgent{HelmBurst: -3}, `cluster "edge": spec.agent.helmBurst -3: must not be negative`},
+		{fleet.ClusterAgent{TemporalAddress: "temporal.example.com"}, `cluster "edge": spec.agent.temporalAddress "temporal.example.com": must be host:port`},
+		{fleet.ClusterAgent{Image: "flotilla :1"}, `cluster "edge": spec.agent.image "flotilla :1": must not contain spaces`},
+	} {
+		err := ValidateCluster(agentCluster("edge", tc.agent))
+		if tc.err == "" {
+			require.NoError(t, err)
+			continue
+		}
+		require.EqualError(t, err, tc.err)
+	}
+}
+
+// Moving a cluster to an agent, or changing an agent setting, is a change: the inventory's generation and
+// the cluster's digest move, and adding it again without --replace names what would change.
+func TestAnAgentSettingChangedIsAVisibleChange(t *testing.T) {
+	var inv Inventory
+	require.True(t, inv.UpsertCluster(cluster("edge", nil)))
+	before := inv.Clusters[0]
+
+	moved := agentCluster("edge", fleet.ClusterAgent{})
+	require.EqualError(t, inv.CheckAdd(moved), `cluster "edge" is registered already with other mode (kubeconfig, now agent); `+
+		`add --replace to replace its settings (GitRepos that select it by label may then stop or start deploying to it)`)
+	require.True(t, inv.UpsertCluster(moved))
+	require.NotEqual(t, Digest(before, nil), Digest(inv.Clusters[0], nil))
+	require.False(t, inv.UpsertCluster(agentCluster("edge", fleet.ClusterAgent{})), "the same agent again is no change")
+	require.NoError(t, inv.CheckAdd(agentCluster("edge", fleet.ClusterAgent{})))
+
+	plain := inv.Clusters[0]
+	debug := agentCluster("edge", fleet.ClusterAgent{LogLevel: "debug", HelmBurst: 20})
+	require.EqualError(t, inv.CheckAdd(debug), `cluster "edge" is registered already with other agent.logLevel, agent.helmBurst; `+
+		`add --replace to replace its settings (GitRepos that select it by label may then stop or start deploying to it)`)
+	gen := inv.Generation
+	require.True(t, inv.UpsertCluster(debug))
+	require.Equal(t, gen+1, inv.Generation)
+	require.NotEqual(t, Digest(plain, nil), Digest(inv.Clusters[0], nil))
 }

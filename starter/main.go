@@ -92,7 +92,7 @@ func newRootWith(g *globals) *cobra.Command {
 		return nil
 	}
 	root.PersistentFlags().DurationVar(&g.timeout, "request-timeout", 30*time.Second, "timeout of each call to Temporal")
-	root.AddCommand(newApplyCmd(g), newClusterCmd(g), newGetCmd(g), newStatusCmd(g),
+	root.AddCommand(newApplyCmd(g), newClusterCmd(g), newAgentCmd(g), newGetCmd(g), newStatusCmd(g),
 		newSyncCmd(g),
 		newSignalCmd(g, "pause", "Stop changes from reaching clusters (status shows OutOfSync)", signalPause),
 		newSignalCmd(g, "resume", "Let changes reach clusters again", signalResume),

@@ -137,7 +137,12 @@ func publishInventory(ctx workflow.Context, inv inventory.Inventory) {
 			b.WriteString(fmt.Sprintf("| … | %d more: `flotilla cluster list` shows them all | |\n", len(inv.Clusters)-i))
 			break
 		}
-		b.WriteString(fmt.Sprintf("| %s | %s | %s |\n", name, labelString(c.Metadata.Labels), c.Spec.KubeConfigPath))
+		access := c.Spec.KubeConfigPath
+		if c.Spec.Agent != nil {
+			// An agent-mode cluster has no kubeconfig on this side: its agent dials out (ADR 22).
+			access = "agent"
+		}
+		b.WriteString(fmt.Sprintf("| %s | %s | %s |\n", name, labelString(c.Metadata.Labels), access))
 	}
 	_ = workflow.UpsertMemo(ctx, map[string]any{"clusters": clusters, "clusterCount": len(inv.Clusters), "generation": inv.Generation})
 	workflow.SetCurrentDetails(ctx, b.String())

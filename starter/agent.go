@@ -1,0 +1,267 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"k8s.io/apimachinery/pkg/util/duration"
+
+	"github.com/flotilla-gitops/flotilla/api"
+	"github.com/flotilla-gitops/flotilla/fleet"
+	"github.com/flotilla-gitops/flotilla/internal/agentmanifest"
+	"github.com/flotilla-gitops/flotilla/internal/parallel"
+	"github.com/flotilla-gitops/flotilla/inventory"
+)
+
+// version is this build's release (-ldflags "-X main.version=1.2.3"): the tag of the agent image that
+// `flotilla agent manifest` names when the cluster names none.
+var version = ""
+
+// cliVersion is version, or the module version `go install` stamps; "" for a development build, whose
+// agent manifest then needs --agent-image.
+func cliVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return ""
+}
+
+func newAgentCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "agent", Short: "Pull-mode agents: what runs inside a cluster registered with `cluster add --agent`"}
+	cmd.AddCommand(newAgentManifestCmd(g))
+	return cmd
+}
+
+func newAgentManifestCmd(g *globals) *cobra.Command {
+	var apiKeyFile string
+	cmd := &cobra.Command{
+		Use: "manifest [-n NAMESPACE] NAME [--api-key-file FILE]",
+		Short: "Print the Kubernetes objects that run the agent of an agent-mode cluster, for `kubectl apply -f -` in that cluster " +
+			"(the Temporal address, namespace and task queue are this CLI's unless the cluster names its own)",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var apiKey string
+			if apiKeyFile != "" {
+				b, err := os.ReadFile(apiKeyFile)
+				if err != nil {
+					return fmt.Errorf("--api-key-file: %w", err)
+				}
+				if apiKey = strings.TrimSpace(string(b)); apiKey == "" {
+					return fmt.Errorf("--api-key-file %s: the file is empty", apiKeyFile)
+				}
+			}
+			cl, err := g.dial()
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			ctx, cancel := g.ctx()
+			defer cancel()
+			inv, err := g.readInventory(ctx, cl)
+			if err != nil {
+				return err
+			}
+			out, err := agentManifest(inv, g.workspace(), args[0], g.installation(), apiKey)
+			if err != nil {
+				return err
+			}
+			_, err = cmd.OutOrStdout().Write(out)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&apiKeyFile, "api-key-file", "", "file holding the Temporal API key the agent dials with (it goes into the agent's Secret only)")
+	return cmd
+}
+
+// installation is what an agent takes from this CLI's settings when its cluster names nothing else.
+func (g *globals) installation() agentmanifest.Installation {
+	return agentmanifest.Installation{TemporalAddress: g.address, TemporalNamespace: g.temporalNamespace, TaskQueue: g.taskQueue,
+		Version: cliVersion()}
+}
+
+// agentManifest is the manifest of the agent of cluster name in workspace ws, as registered in inv.
+func agentManifest(inv inventory.Inventory, ws, name string, inst agentmanifest.Installation, apiKey string) ([]byte, error) {
+	c, ok := inv.Cluster(ws, name)
+	if !ok {
+		return nil, fmt.Errorf("cluster %q is not registered", fleet.DisplayName(ws, name))
+	}
+	if c.Spec.Agent == nil {
+		return nil, fmt.Errorf("cluster %q is not in agent mode: the worker reaches it through the kubeconfig %s, and no agent runs in it "+
+			"(register it with `flotilla cluster add --replace %s --agent` to move it to an agent)", fleet.DisplayName(ws, name), c.Spec.KubeConfigPath, name)
+	}
+	return agentmanifest.YAML(c.Metadata.Name, fleet.Workspace(c.Metadata.Namespace), agentmanifest.Effective(*c.Spec.Agent, inst), apiKey)
+}
+
+// readInventory queries the inventory workflow of this installation.
+func (g *globals) readInventory(ctx context.Context, c client.Client) (inventory.Inventory, error) {
+	var inv inventory.Inventory
+	v, err := c.QueryWorkflow(ctx, api.InventoryWorkflowID(g.taskQueue), "", api.QueryInventory)
+	if err != nil {
+		return inv, fmt.Errorf("reading the inventory: %w", err)
+	}
+	return inv, v.Get(&inv)
+}
+
+// agentFlags are `cluster add`'s agent settings.
+type agentFlags struct {
+	enabled           bool
+	image             string
+	namespace         string
+	logLevel          string
+	maxConcurrent     int
+	helmQPS           float64
+	helmBurst         int
+	temporalAddress   string
+	temporalNamespace string
+}
+
+func (a *agentFlags) add(fs *pflag.FlagSet) {
+	fs.BoolVar(&a.enabled, "agent", false, "register the cluster in pull mode: an agent in it dials out to Temporal (`flotilla agent manifest` prints it); no kubeconfig")
+	fs.StringVar(&a.image, "agent-image", "", "the agent's image (default flotilla:<this CLI's version>)")
+	fs.StringVar(&a.namespace, "agent-namespace", "", "namespace the agent runs in (default "+agentmanifest.DefaultNamespace+")")
+	fs.StringVar(&a.logLevel, "agent-log-level", "", "the agent's log level: debug, info, warn or error (default "+agentmanifest.DefaultLogLevel+")")
+	fs.IntVar(&a.maxConcurrent, "agent-max-concurrent-activities", 0, fmt.Sprintf("activities the agent runs at once (default %d)", agentmanifest.DefaultMaxConcurrentActivities))
+	fs.Float64Var(&a.helmQPS, "agent-helm-qps", 0, fmt.Sprintf("the agent's requests per second to its API server (default %d)", agentmanifest.DefaultHelmQPS))
+	fs.IntVar(&a.helmBurst, "agent-helm-burst", 0, fmt.Sprintf("the agent's burst of requests to its API server (default %d)", agentmanifest.DefaultHelmBurst))
+	fs.StringVar(&a.temporalAddress, "agent-temporal-address", "", "Temporal host:port as the agent reaches it (default: this CLI's --address)")
+	fs.StringVar(&a.temporalNamespace, "agent-temporal-namespace", "", "Temporal namespace the agent dials (default: this CLI's --temporal-namespace)")
+}
+
+// spec is the agent settings the operator set, nil without --agent. A flag left out stays out of the
+// spec, so that it takes its default when the manifest is made instead of pinning today's default in the
+// inventory; a flag given is kept even when it equals the default.
+func (a *agentFlags) spec(fs *pflag.FlagSet) (*fleet.ClusterAgent, error) {
+	var given []string
+	fs.Visit(func(f *pflag.Flag) {
+		if strings.HasPrefix(f.Name, "agent-") {
+			given = append(given, "--"+f.Name)
+		}
+	})
+	if !a.enabled {
+		if len(given) > 0 {
+			return nil, fmt.Errorf("%s: only with --agent", strings.Join(given, ", "))
+		}
+		return nil, nil
+	}
+	// Zero is how the inventory says "not given", so a zero given would silently become the default.
+	for _, n := range []struct {
+		flag string
+		zero bool
+		def  string
+	}{
+		{"agent-max-concurrent-activities", a.maxConcurrent == 0, fmt.Sprint(agentmanifest.DefaultMaxConcurrentActivities)},
+		{"agent-helm-qps", a.helmQPS == 0, fmt.Sprint(agentmanifest.DefaultHelmQPS)},
+		{"agent-helm-burst", a.helmBurst == 0, fmt.Sprint(agentmanifest.DefaultHelmBurst)},
+	} {
+		if fs.Changed(n.flag) && n.zero {
+			return nil, fmt.Errorf("--%s 0: must be more than 0 (leave it out for the default, %s)", n.flag, n.def)
+		}
+	}
+	var s fleet.ClusterAgent
+	set := func(flag string, apply func()) {
+		if fs.Changed(flag) {
+			apply()
+		}
+	}
+	set("agent-image", func() { s.Image = a.image })
+	set("agent-namespace", func() { s.Namespace = a.namespace })
+	set("agent-log-level", func() { s.LogLevel = a.logLevel })
+	set("agent-max-concurrent-activities", func() { s.MaxConcurrentActivities = a.maxConcurrent })
+	set("agent-helm-qps", func() { s.HelmQPS = a.helmQPS })
+	set("agent-helm-burst", func() { s.HelmBurst = a.helmBurst })
+	set("agent-temporal-address", func() { s.TemporalAddress = a.temporalAddress })
+	set("agent-temporal-namespace", func() { s.TemporalNamespace = a.temporalNamespace })
+	return &s, nil
+}
+
+// taskQueueDescriber is the part of the Temporal client `cluster list` asks about agents.
+type taskQueueDescriber interface {
+	DescribeTaskQueue(ctx context.Context, taskQueue string, t enumspb.TaskQueueType) (*workflowservice.DescribeTaskQueueResponse, error)
+}
+
+// agentSeen is what the pollers of an agent's task queue say of it.
+type agentSeen struct {
+	// lastSeen is the most recent poll of the agent; zero when no agent polls (or polled lately: Temporal
+	// forgets a poller some minutes after its last poll).
+	lastSeen time.Time
+	version  string
+	// err is why its task queue could not be described.
+	err error
+}
+
+// describeAgents asks Temporal about the agent of each agent-mode cluster, a few at once; kubeconfig
+// clusters are not asked about. A failure is kept per cluster: the listing still shows the inventory.
+func describeAgents(ctx context.Context, d taskQueueDescriber, taskQueue string, clusters []fleet.Cluster) map[int]agentSeen {
+	var agents []int
+	for i, c := range clusters {
+		if c.Spec.Agent != nil {
+			agents = append(agents, i)
+		}
+	}
+	seen := make([]agentSeen, len(agents))
+	_ = parallel.ForEach(len(agents), 8, func(j int) error {
+		c := clusters[agents[j]]
+		seen[j] = describeAgent(ctx, d, api.AgentTaskQueue(taskQueue, c.Metadata.Namespace, c.Metadata.Name))
+		return nil
+	})
+	out := make(map[int]agentSeen, len(agents))
+	for j, i := range agents {
+		out[i] = seen[j]
+	}
+	return out
+}
+
+// describeAgent reads the most recent poller of an agent's activity task queue: the agent polls only
+// activities there (its cluster's workflows run on the management side).
+func describeAgent(ctx context.Context, d taskQueueDescriber, queue string) agentSeen {
+	resp, err := d.DescribeTaskQueue(ctx, queue, enumspb.TASK_QUEUE_TYPE_ACTIVITY)
+	if err != nil {
+		return agentSeen{err: err}
+	}
+	var s agentSeen
+	for _, p := range resp.GetPollers() {
+		at := p.GetLastAccessTime().AsTime()
+		if p.GetLastAccessTime() == nil || !at.After(s.lastSeen) {
+			continue
+		}
+		s.lastSeen = at
+		s.version = "unknown" // something else polls the queue: say so rather than leave it blank
+		if v, _, ok := api.ParseAgentIdentity(p.GetIdentity()); ok {
+			s.version = v
+		}
+	}
+	return s
+}
+
+// lastSeenText is the LAST SEEN column: an age as kubectl prints one, "never" or "unknown".
+func (s agentSeen) lastSeenText(now time.Time) string {
+	switch {
+	case s.err != nil:
+		return "unknown"
+	case s.lastSeen.IsZero():
+		return "never"
+	}
+	return duration.HumanDuration(now.Sub(s.lastSeen)) + " ago"
+}
+
+func (s agentSeen) versionText() string {
+	switch {
+	case s.err != nil:
+		return "unknown"
+	case s.version == "":
+		return "-"
+	}
+	return s.version
+}
