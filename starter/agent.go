@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"runtime/debug"
 	"strings"
 	"time"
 
@@ -19,21 +18,16 @@ import (
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/internal/agentmanifest"
 	"github.com/flotilla-gitops/flotilla/internal/parallel"
+	"github.com/flotilla-gitops/flotilla/internal/version"
 	"github.com/flotilla-gitops/flotilla/inventory"
 )
 
-// version is this build's release (-ldflags "-X main.version=1.2.3"): the tag of the agent image that
-// `flotilla agent manifest` names when the cluster names none.
-var version = ""
-
-// cliVersion is version, or the module version `go install` stamps; "" for a development build, whose
-// agent manifest then needs --agent-image.
+// cliVersion is this build's version (internal/version): the tag of the agent image that `flotilla agent
+// manifest` names when the cluster names none; "" for a build that knows no commit, whose agent manifest
+// then needs --agent-image.
 func cliVersion() string {
-	if version != "" {
-		return version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
+	if v := version.String(); v != "dev" {
+		return v
 	}
 	return ""
 }
