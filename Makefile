@@ -3,6 +3,10 @@
 # the checkout (FLOTILLA_TOOLS_CACHE, default ~/.cache/flotilla/tools) and linked into bin/.
 SHELL := /bin/bash
 GO ?= go
+# VERSION is what the binaries report (`flotilla cluster list` shows it for each agent) and the agent
+# image's default tag.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+GOBUILD = $(GO) build -trimpath -ldflags "-X github.com/flotilla-gitops/flotilla/internal/version.Version=$(VERSION)"
 TEST_TIMEOUT ?= 40m
 export CGO_ENABLED ?= 0
 
@@ -15,11 +19,11 @@ tools:
 
 bin/flotilla-worker bin/flotilla bin/flotilla-agent bin/flotilla-dev bin/flotilla-bench: FORCE
 	@mkdir -p bin
-	$(GO) build -trimpath -o bin/flotilla-worker ./worker
-	$(GO) build -trimpath -o bin/flotilla ./starter
-	$(GO) build -trimpath -o bin/flotilla-agent ./cmd/flotilla-agent
-	$(GO) build -trimpath -o bin/flotilla-dev ./cmd/flotilla-dev
-	$(GO) build -trimpath -o bin/flotilla-bench ./cmd/flotilla-bench
+	$(GOBUILD) -o bin/flotilla-worker ./worker
+	$(GOBUILD) -o bin/flotilla ./starter
+	$(GOBUILD) -o bin/flotilla-agent ./cmd/flotilla-agent
+	$(GOBUILD) -o bin/flotilla-dev ./cmd/flotilla-dev
+	$(GOBUILD) -o bin/flotilla-bench ./cmd/flotilla-bench
 
 build: bin/flotilla-worker
 FORCE:

@@ -22,6 +22,7 @@ var payloads = []any{
 	NotifyGitReposInput{}, NotifyGitReposResult{},
 	GitRepoStatus{}, ClusterStatus{}, BundleStatus{}, Summary{},
 	SetPollingIntervalInput{}, SetPollingIntervalResult{}, ApproveRemovalInput{}, ApproveRemovalResult{},
+	PrepareInput{}, PrepareResult{}, PreparedBundle{}, ReadContentInput{},
 }
 
 // Recorded histories hold these payloads and scripts parse `flotilla status -o json`: a renamed JSON key,
@@ -101,6 +102,10 @@ func fill(v reflect.Value, depth int) {
 	case reflect.Float32, reflect.Float64:
 		v.SetFloat(1.5)
 	case reflect.Slice:
+		if v.Type() == reflect.TypeOf(json.RawMessage{}) {
+			v.SetBytes([]byte(`{"raw":true}`))
+			return
+		}
 		s := reflect.MakeSlice(v.Type(), 1, 1)
 		fill(s.Index(0), depth+1)
 		v.Set(s)

@@ -22,7 +22,6 @@ const (
 // reached a cluster (OutOfSync, Pending), and both outrank objects that are not ready yet.
 var stateRank = map[string]int{
 	StateErrApplied:  7,
-	StateOffline:     7,
 	StateWaitApplied: 6,
 	StateModified:    5,
 	StateOutOfSync:   4,
@@ -32,7 +31,16 @@ var stateRank = map[string]int{
 }
 
 // Worse reports whether state a ranks above b (see stateRank).
-func Worse(a, b string) bool { return stateRank[a] > stateRank[b] }
+func Worse(a, b string) bool { return rank(a) > rank(b) }
+
+// rank is a state's place in stateRank. Offline, a cluster's state and never a bundle's (Fleet has no
+// such bundle state), ranks with ErrApplied: what runs there is unknown, and nothing is applied.
+func rank(s string) int {
+	if s == StateOffline {
+		return stateRank[StateErrApplied]
+	}
+	return stateRank[s]
+}
 
 // Staged is the state of one deployment whose newer desired state is staged but not handed over (its
 // GitRepo or cluster is paused, or the rollout has not reached it), given the state of what it runs.

@@ -104,7 +104,7 @@ func TestAnAgentAwayForThreeCommitsConvergesOnceAndSurvivesAKill(t *testing.T) {
 	require.Contains(t, e.Message, "agent offline")
 	require.Contains(t, e.Message, "last seen")
 	require.False(t, e.LastSeen.IsZero())
-	require.Equal(t, 1, s.CountWorkflows("WorkflowType = '"+api.ClusterWorkflowType+"' AND "+api.SearchAttrState+" = '"+api.StateOffline+"'"),
+	require.EqualValues(t, 1, s.CountWorkflows("WorkflowType = '"+api.ClusterWorkflowType+"' AND "+api.SearchAttrState+" = '"+api.StateOffline+"'"),
 		"the Web UI finds the Offline cluster by its search attribute")
 
 	var head string

@@ -18,9 +18,10 @@ import (
 const (
 	// agentPresenceMin and agentPresenceMax bound how long a cluster-side activity waits for the agent to
 	// pick it up before the cluster is shown Offline: an agent that polls picks a task up within
-	// milliseconds, so a few seconds already mean it is gone.
+	// milliseconds, so a few seconds already mean it is gone, and an agent that stops is seen Offline at
+	// most agentPresenceMax after the first check that misses it.
 	agentPresenceMin = 5 * time.Second
-	agentPresenceMax = 30 * time.Second
+	agentPresenceMax = 10 * time.Second
 )
 
 // clusterSide is ctx with opts for an activity that touches the cluster: on the agent's task queue for an
@@ -33,15 +34,10 @@ func (r *clusterRun) clusterSide(ctx workflow.Context, opts workflow.ActivityOpt
 	return workflow.WithActivityOptions(ctx, opts)
 }
 
-// agentPresence is how long a task waits in the agent's queue. While the agent is known to be away it is
-// a whole check interval: one task per interval waits for the agent, and is picked up the moment it
-// returns, instead of a retry loop; otherwise it is short, so that an agent that stops is seen Offline
-// within a check interval.
+// agentPresence is how long a task waits in the agent's queue: short, so that an agent that stops is seen
+// Offline soon after the first check that misses it.
 func (r *clusterRun) agentPresence() time.Duration {
-	if r.carry.Status.Offline {
-		return max(r.checkInterval(), agentPresenceMax)
-	}
-	return min(max(r.checkInterval()/2, agentPresenceMin), agentPresenceMax)
+	return min(max(r.checkInterval()/4, agentPresenceMin), agentPresenceMax)
 }
 
 // observeByAgent renders on the management side (a local activity, skipped while the desired state is the

@@ -196,9 +196,9 @@ func (r *clusterRun) unreachable(ctx workflow.Context, err error) time.Duration 
 	r.carry.FailStreak++
 	r.report(ctx, false)
 	if offline {
-		// The next task waits a whole check interval in the agent's queue (agentPresence): that wait is
-		// the pacing, and the agent's return is seen the moment it polls.
-		return minCheckDelay
+		// An agent is away for its own reasons (a cluster powered off, a link down): looking again at each
+		// check interval costs one task per interval, and its return is seen within one.
+		return r.jittered(ctx, r.checkInterval())
 	}
 	return backoff(r.carry.FailStreak)
 }

@@ -50,7 +50,6 @@ func run() error {
 		return err
 	}
 	defer log.Sync() //nolint:errcheck
-	log = log.With(zap.String("cluster", cfg.cluster))
 
 	kubeconfig := cfg.kubeconfig
 	if kubeconfig == "" {
@@ -100,7 +99,7 @@ func run() error {
 
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
-	log.Info("agent starting", zap.String("address", cfg.address), zap.String("temporalNamespace", cfg.temporalNamespace),
+	log.Info("agent starting", zap.String("cluster", cfg.cluster), zap.String("address", cfg.address), zap.String("temporalNamespace", cfg.temporalNamespace),
 		zap.String("taskQueue", queue), zap.String("version", version.String()))
 	if err := w.Start(); err != nil {
 		return err
