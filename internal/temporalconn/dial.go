@@ -2,8 +2,10 @@ package temporalconn
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 
@@ -58,15 +60,32 @@ func Dial(ctx context.Context, s Settings, logger log.Logger) (client.Client, er
 	defer cancel()
 	start := time.Now()
 	delay := firstRetryDelay
+	// telling is the last error that says more than "deadline exceeded", which is all an attempt cut short
+	// by the budget reports: the operator wants to see "connection refused" or what the server answered.
+	var telling error
 	for attempt := 1; ; attempt++ {
 		c, err := dialOnce(ctx, opts)
 		if err == nil {
 			return c, nil
 		}
 		derr := explain(s, err)
+		if errors.Is(derr, ErrUnreachable) {
+			if conf := opts.ConnectionOptions.TLS; conf != nil {
+				if perr := probeTLS(ctx, s.Address, conf); perr != nil {
+					derr = explain(s, perr)
+				}
+			} else if speaksTLS(ctx, s.Address) {
+				derr = &dialError{kind: ErrTLS, err: err, msg: fmt.Sprintf("Temporal at %s speaks TLS and we spoke plain gRPC: give --tls (env %s), and --tls-ca-file if a private CA signed its certificate",
+					s.Address, EnvTLS)}
+			}
+		}
 		if !errors.Is(derr, ErrUnreachable) {
 			return nil, derr
 		}
+		if telling == nil || !cutShort(err) {
+			telling = err
+		}
+		err = telling
 		wait := min(delay, time.Until(deadline(ctx)))
 		if wait <= 0 || ctx.Err() != nil {
 			return nil, unreachable(s, err, attempt, time.Since(start))
@@ -81,6 +100,11 @@ func Dial(ctx context.Context, s Settings, logger log.Logger) (client.Client, er
 		}
 		delay = min(2*delay, maxRetryDelay)
 	}
+}
+
+// cutShort is an attempt ended by the budget; the SDK wraps the context's error in text only.
+func cutShort(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || strings.HasSuffix(err.Error(), context.DeadlineExceeded.Error())
 }
 
 func deadline(ctx context.Context) time.Time {
@@ -217,4 +241,53 @@ func credentialHint(s Settings) string {
 		return "check " + credentialName(s)
 	}
 	return "the server wants an API key (" + EnvAPIKey + " or --api-key-file) or a client certificate (--tls-cert-file)"
+}
+
+// probeTLS shakes hands as gRPC would and returns the TLS error, if that is what went wrong. gRPC does
+// not always pass it on: with TLS 1.3 a server refuses a client certificate only after the handshake,
+// and an RPC then sees a connection that never becomes ready, which looks like an address that does not
+// answer. A second of reading catches the server's alert; a server content with us waits for HTTP/2.
+func probeTLS(ctx context.Context, address string, conf *tls.Config) error {
+	conf = conf.Clone()
+	// gRPC servers refuse a client that does not offer HTTP/2.
+	conf.NextProtos = []string{"h2"}
+	if conf.ServerName == "" {
+		host, _, err := net.SplitHostPort(address)
+		if err != nil {
+			return nil
+		}
+		conf.ServerName = host
+	}
+	conn, err := handshake(ctx, address, conf)
+	if err != nil {
+		if tlsFault(err.Error()) {
+			return err
+		}
+		return nil
+	}
+	defer conn.Close()
+	_ = conn.SetReadDeadline(time.Now().Add(time.Second))
+	if _, err := conn.Read(make([]byte, 1)); err != nil && tlsFault(err.Error()) {
+		return err
+	}
+	return nil
+}
+
+// speaksTLS is whether the server at address answers a TLS hello, which a plain gRPC client sees only as
+// a connection closed before the server's preface.
+func speaksTLS(ctx context.Context, address string) bool {
+	// Verification is off because the question is only whether TLS answers; nothing is sent.
+	conn, err := handshake(ctx, address, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}, MinVersion: tls.VersionTLS12}) //nolint:gosec
+	if err == nil {
+		conn.Close()
+		return true
+	}
+	return strings.Contains(err.Error(), "remote error: tls:")
+}
+
+func handshake(ctx context.Context, address string, conf *tls.Config) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	d := tls.Dialer{Config: conf}
+	return d.DialContext(ctx, "tcp", address)
 }
