@@ -28,6 +28,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/internal/envdefault"
 	"github.com/flotilla-gitops/flotilla/internal/searchattr"
+	"github.com/flotilla-gitops/flotilla/internal/temporalconn"
 )
 
 // exitError carries a specific exit code (e.g. 3: not ready before --timeout).
@@ -62,6 +63,9 @@ type globals struct {
 	taskQueue string
 	output    string
 	timeout   time.Duration
+	// conn is how to reach Temporal securely (--tls*, --api-key-file); address and temporalNamespace
+	// complete it at dial.
+	conn temporalconn.Settings
 }
 
 func newRoot() *cobra.Command { return newRootWith(&globals{}) }
@@ -91,7 +95,8 @@ func newRootWith(g *globals) *cobra.Command {
 		}
 		return nil
 	}
-	root.PersistentFlags().DurationVar(&g.timeout, "request-timeout", 30*time.Second, "timeout of each call to Temporal")
+	root.PersistentFlags().DurationVar(&g.timeout, "request-timeout", 30*time.Second, "timeout of each call to Temporal, and how long to keep trying to reach it")
+	g.conn.AddPFlags(root.PersistentFlags())
 	root.AddCommand(newApplyCmd(g), newClusterCmd(g), newAgentCmd(g), newGetCmd(g), newStatusCmd(g),
 		newSyncCmd(g),
 		newSignalCmd(g, "pause", "Stop changes from reaching clusters (status shows OutOfSync)", signalPause),
@@ -102,12 +107,12 @@ func newRootWith(g *globals) *cobra.Command {
 	return root
 }
 
+// dial connects as the worker does (internal/temporalconn), giving up on an unreachable server after
+// --request-timeout: the operator is waiting at a prompt.
 func (g *globals) dial() (client.Client, error) {
-	c, err := client.Dial(client.Options{HostPort: g.address, Namespace: g.temporalNamespace, Logger: sdklog.NewStructuredLogger(discardLogger())})
-	if err != nil {
-		return nil, fmt.Errorf("connecting to Temporal at %s: %w", g.address, err)
-	}
-	return c, nil
+	s := g.conn
+	s.Address, s.Namespace, s.ConnectTimeout = g.address, g.temporalNamespace, g.timeout
+	return temporalconn.Dial(context.Background(), s, sdklog.NewStructuredLogger(discardLogger()))
 }
 
 // dialGitRepos dials for a command that reads or steers GitRepos: on a namespace without Flotilla's search

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -99,4 +100,15 @@ func TestApplyTakesTheNamespaceOfTheDocumentOrOfN(t *testing.T) {
 	require.EqualError(t, err, `metadata.namespace is "team-a" but -n/--namespace is "team-b": give the namespace once, or the same in both`)
 	_, err = settle("", "Team_A")
 	require.EqualError(t, err, `metadata.namespace "Team_A": must be a DNS label (lowercase letters, digits, '-'; at most 63 characters)`)
+}
+
+// The CLI takes the worker's TLS and API key flags and stops on a bad one before it connects, naming it.
+func TestTheCLITakesTheTLSFlagsOfTheWorker(t *testing.T) {
+	t.Setenv("TEMPORAL_TLS_CLIENT_CERT_PATH", "")
+	t.Setenv("TEMPORAL_TLS_CLIENT_KEY_PATH", "")
+	missing := filepath.Join(t.TempDir(), "tls.crt")
+	_, _, err := flotilla(t, "--address", "127.0.0.1:1", "--tls-cert-file", missing, "--tls-key-file", missing, "get", "gitrepos")
+	require.EqualError(t, err, "--tls-cert-file "+missing+": no such file or directory")
+	_, _, err = flotilla(t, "--address", "127.0.0.1:1", "--tls-cert-file", missing, "get", "gitrepos")
+	require.EqualError(t, err, "--tls-cert-file and --tls-key-file go together: give both or neither")
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/internal/envdefault"
+	"github.com/flotilla-gitops/flotilla/internal/temporalconn"
 	"github.com/flotilla-gitops/flotilla/internal/workeropts"
 	"github.com/flotilla-gitops/flotilla/webhook"
 )
@@ -27,6 +28,16 @@ type config struct {
 	webhookListen, webhookSecret string
 	webhookMaxBody               string
 	pprofListen                  string
+	// temporal is how to reach Temporal securely (--tls*, --api-key-file); see temporalSettings.
+	temporal temporalconn.Settings
+}
+
+// temporalSettings is the connection to dial: the TLS and API key flags with --address and
+// --temporal-namespace, which the worker had before they moved to internal/temporalconn.
+func (c config) temporalSettings() temporalconn.Settings {
+	s := c.temporal
+	s.Address, s.Namespace = c.address, c.temporalNamespace
+	return s
 }
 
 // parseFlags reads the worker's flags from args into a config; main passes flag.CommandLine, which exits
@@ -55,6 +66,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.StringVar(&c.webhookSecret, "webhook-secret-file", os.Getenv("FLOTILLA_WEBHOOK_SECRET_FILE"), "file holding the webhook secret (env FLOTILLA_WEBHOOK_SECRET_FILE); required with --webhook-listen")
 	fs.StringVar(&c.webhookMaxBody, "webhook-max-body", envdefault.Or("FLOTILLA_WEBHOOK_MAX_BODY", resource.NewQuantity(webhook.DefaultMaxBody, resource.BinarySI).String()),
 		"largest webhook payload read, e.g. 4Mi or 1M (env FLOTILLA_WEBHOOK_MAX_BODY); a larger delivery is refused with 413 and waits for the next poll")
+	c.temporal.AddFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}

@@ -82,3 +82,19 @@ func TestTheWorkerTakesCredentialsAndItsOlderName(t *testing.T) {
 	require.Equal(t, "/env/credentials", c.credentials)
 	require.Equal(t, "/env/git.yaml", c.gitCredentials)
 }
+
+// The worker's connection is --address and --temporal-namespace with the TLS and API key flags of
+// internal/temporalconn, which the CLI and the agent share.
+func TestTheWorkerTakesTheTLSAndAPIKeyFlags(t *testing.T) {
+	t.Setenv("TEMPORAL_TLS_SERVER_CA_CERT_PATH", "/env/ca.pem")
+	t.Setenv("FLOTILLA_API_KEY_FILE", "")
+	c, err := parse(t, "--address", "ns.tmprl.cloud:7233", "--temporal-namespace", "ns", "--api-key-file", "/run/secrets/temporal-api-key")
+	require.NoError(t, err)
+	s := c.temporalSettings()
+	require.Equal(t, "ns.tmprl.cloud:7233", s.Address)
+	require.Equal(t, "ns", s.Namespace)
+	require.Equal(t, "/env/ca.pem", s.ServerCAFile)
+	require.Equal(t, "/run/secrets/temporal-api-key", s.APIKeyFile)
+	_, err = parse(t, "--api-key", "secret")
+	require.EqualError(t, err, "flag provided but not defined: -api-key", "a key is never a flag's value")
+}

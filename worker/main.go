@@ -31,6 +31,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/internal/credentials"
 	"github.com/flotilla-gitops/flotilla/internal/gitcache"
 	"github.com/flotilla-gitops/flotilla/internal/searchattr"
+	"github.com/flotilla-gitops/flotilla/internal/temporalconn"
 	"github.com/flotilla-gitops/flotilla/internal/workeropts"
 	"github.com/flotilla-gitops/flotilla/internal/zaplog"
 	"github.com/flotilla-gitops/flotilla/webhook"
@@ -68,9 +69,14 @@ func run() error {
 		log.Info("credentials loaded", zap.String("source", creds.Source()), zap.Strings("secrets", creds.Names()))
 	}
 
-	c, err := client.Dial(client.Options{HostPort: cfg.address, Namespace: cfg.temporalNamespace, Logger: zaplog.NewAdapter(log.Named("temporal"))})
+	// temporalconn retries for a minute: a worker started beside its Temporal, as in a Compose file or a
+	// Pod's rollout, would otherwise exit before the frontend listens.
+	tlog := zaplog.NewAdapter(log.Named("temporal"))
+	conn := cfg.temporalSettings()
+	log.Info("connecting to Temporal", zap.Stringer("temporal", conn))
+	c, err := temporalconn.Dial(context.Background(), conn, tlog)
 	if err != nil {
-		return fmt.Errorf("connecting to Temporal at %s: %w", cfg.address, err)
+		return err
 	}
 	defer c.Close()
 
