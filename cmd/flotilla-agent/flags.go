@@ -10,6 +10,7 @@ import (
 
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/internal/envdefault"
+	"github.com/flotilla-gitops/flotilla/internal/temporalconn"
 )
 
 // config is the agent's command line; every flag defaults to its environment variable, which is how the
@@ -27,6 +28,8 @@ type config struct {
 	bundleConcurrency       int
 	helmQPS                 float64
 	helmBurst               int
+	// conn is how the agent reaches Temporal securely (TLS, mTLS, API key), as the worker does.
+	conn temporalconn.Settings
 }
 
 // Defaults of the agent's concurrency: an agent serves one cluster, so it needs far fewer slots than a
@@ -66,6 +69,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 		"bundles one activity observes or applies at once (env FLOTILLA_BUNDLE_CONCURRENCY)")
 	fs.Float64Var(&c.helmQPS, "helm-qps", envFloat("FLOTILLA_HELM_QPS", DefaultHelmQPS), "requests per second to the API server (env FLOTILLA_HELM_QPS)")
 	fs.IntVar(&c.helmBurst, "helm-burst", envInt("FLOTILLA_HELM_BURST", DefaultHelmBurst), "burst of requests to the API server (env FLOTILLA_HELM_BURST)")
+	c.conn.AddFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}

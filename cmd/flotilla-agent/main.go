@@ -25,6 +25,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/internal/chartcheck"
 	"github.com/flotilla-gitops/flotilla/internal/content"
+	"github.com/flotilla-gitops/flotilla/internal/temporalconn"
 	"github.com/flotilla-gitops/flotilla/internal/version"
 	"github.com/flotilla-gitops/flotilla/internal/zaplog"
 )
@@ -65,10 +66,13 @@ func run() error {
 
 	host, _ := os.Hostname()
 	identity := api.AgentIdentity(version.String(), cfg.cluster, host)
-	c, err := client.Dial(client.Options{HostPort: cfg.address, Namespace: cfg.temporalNamespace, Identity: identity,
-		Logger: zaplog.NewAdapter(log.Named("temporal"))})
+	conn := cfg.conn
+	conn.Address, conn.Namespace, conn.Identity = cfg.address, cfg.temporalNamespace, identity
+	log.Info("connecting to Temporal", zap.Stringer("connection", conn))
+	// Dial retries an unreachable server with backoff, then says which setting to fix.
+	c, err := temporalconn.Dial(context.Background(), conn, zaplog.NewAdapter(log.Named("temporal")))
 	if err != nil {
-		return fmt.Errorf("connecting to Temporal at %s: %w", cfg.address, err)
+		return err
 	}
 	defer c.Close()
 

@@ -60,6 +60,9 @@ type Settings struct {
 	// ConnectTimeout bounds Dial's retries of an unreachable server; 0 is DefaultConnectTimeout.
 	ConnectTimeout time.Duration
 
+	// Identity is the client's identity on the server (workers' pollers show it); empty: the SDK's.
+	Identity string
+
 	// envErr is a TEMPORAL_TLS* boolean that does not parse, kept until ClientOptions reports it unless
 	// the flag it defaults is given.
 	envErr map[string]error
