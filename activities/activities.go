@@ -41,8 +41,11 @@ type Activities struct {
 	// installation's.
 	TaskQueue string
 	Log       *zap.Logger
-	// BundleConcurrency bounds parallel bundle work within one cluster (default 8).
+	// BundleConcurrency bounds parallel bundle work within one cluster (default DefaultBundleConcurrency).
 	BundleConcurrency int
+	// HelmQPS and HelmBurst bound the requests to each cluster's API server (0: agentclient's defaults).
+	HelmQPS   float32
+	HelmBurst int
 	// ChartCheck renders a chart's templates in a bounded child process before Helm renders them in this
 	// one; nil checks nothing (tests that call activities in-process).
 	ChartCheck *chartcheck.Checker
@@ -235,7 +238,8 @@ func (a *Activities) clusterClient(t api.ClusterTarget, c fleet.Cluster) (*agent
 		return nil, temporal.NewApplicationError(fmt.Sprintf("cluster %q is registered with an agent: only its flotilla-agent reaches it, "+
 			"and this worker holds no kubeconfig for it", clusterRef(t)), api.ErrTypeUnreachable)
 	}
-	cl, err := a.Clusters.Get(agentclient.Config{KubeconfigPath: c.Spec.KubeConfigPath, Context: c.Spec.KubeConfigContext})
+	cl, err := a.Clusters.Get(agentclient.Config{KubeconfigPath: c.Spec.KubeConfigPath, Context: c.Spec.KubeConfigContext,
+		QPS: a.HelmQPS, Burst: a.HelmBurst})
 	if err != nil {
 		return nil, temporal.NewApplicationError(fmt.Sprintf("cluster %q: %v", clusterRef(t), err), api.ErrTypeUnreachable)
 	}
@@ -258,10 +262,13 @@ func (a *Activities) clusterError(cluster string, err error) error {
 	return temporal.NewApplicationError(fmt.Sprintf("cluster %q: %v", cluster, err), api.ErrTypeApply)
 }
 
+// DefaultBundleConcurrency is how many bundles of one cluster an activity works on at once.
+const DefaultBundleConcurrency = 8
+
 func (a *Activities) forEach(n int, fn func(i int) error) error {
 	limit := a.BundleConcurrency
 	if limit <= 0 {
-		limit = 8
+		limit = DefaultBundleConcurrency
 	}
 	return parallel.ForEach(n, limit, fn)
 }

@@ -8,6 +8,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/flotilla-gitops/flotilla/activities"
+	"github.com/flotilla-gitops/flotilla/agentclient"
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/internal/envdefault"
 	"github.com/flotilla-gitops/flotilla/internal/temporalconn"
@@ -25,6 +27,10 @@ type config struct {
 	logLevel                     string
 	devLog                       bool
 	maxActivities                int
+	maxWorkflowTasks             int
+	bundleConcurrency            int
+	helmQPS                      float64
+	helmBurst                    int
 	webhookListen, webhookSecret string
 	webhookMaxBody               string
 	pprofListen                  string
@@ -61,6 +67,10 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.BoolVar(&c.devLog, "dev-log", false, "human-readable logs instead of JSON")
 	fs.IntVar(&c.maxActivities, "max-concurrent-activities", workeropts.DefaultMaxConcurrentActivities, "activities run at once by this worker")
+	fs.IntVar(&c.maxWorkflowTasks, "max-concurrent-workflow-tasks", workeropts.DefaultMaxConcurrentWorkflowTasks, "workflow tasks run at once by this worker")
+	fs.IntVar(&c.bundleConcurrency, "bundle-concurrency", activities.DefaultBundleConcurrency, "bundles one activity renders, observes or applies at once on one cluster")
+	fs.Float64Var(&c.helmQPS, "helm-qps", float64(agentclient.DefaultQPS), "requests per second to each cluster's API server")
+	fs.IntVar(&c.helmBurst, "helm-burst", agentclient.DefaultBurst, "burst of requests to each cluster's API server")
 	fs.StringVar(&c.webhookListen, "webhook-listen", "", "serve git push webhooks on this host:port at "+webhook.Path+" (empty: off)")
 	fs.StringVar(&c.pprofListen, "pprof-listen", os.Getenv("FLOTILLA_PPROF_LISTEN"), "serve Go's pprof profiles on this loopback host:port at /debug/pprof/ (env FLOTILLA_PPROF_LISTEN; empty: off)")
 	fs.StringVar(&c.webhookSecret, "webhook-secret-file", os.Getenv("FLOTILLA_WEBHOOK_SECRET_FILE"), "file holding the webhook secret (env FLOTILLA_WEBHOOK_SECRET_FILE); required with --webhook-listen")
@@ -69,6 +79,15 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	c.temporal.AddFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
+	}
+	for _, n := range []struct {
+		flag  string
+		value float64
+	}{{"max-concurrent-activities", float64(c.maxActivities)}, {"max-concurrent-workflow-tasks", float64(c.maxWorkflowTasks)},
+		{"bundle-concurrency", float64(c.bundleConcurrency)}, {"helm-qps", c.helmQPS}, {"helm-burst", float64(c.helmBurst)}} {
+		if n.value <= 0 {
+			return config{}, fmt.Errorf("--%s %v: must be positive", n.flag, n.value)
+		}
 	}
 	if err := api.CheckTaskQueue(c.taskQueue); err != nil {
 		return config{}, fmt.Errorf("--task-queue (or FLOTILLA_TASK_QUEUE): %w", err)

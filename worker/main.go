@@ -26,8 +26,8 @@ import (
 	"github.com/flotilla-gitops/flotilla/agentclient"
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/internal/chartcheck"
-	"github.com/flotilla-gitops/flotilla/internal/content"
 	"github.com/flotilla-gitops/flotilla/internal/charts"
+	"github.com/flotilla-gitops/flotilla/internal/content"
 	"github.com/flotilla-gitops/flotilla/internal/credentials"
 	"github.com/flotilla-gitops/flotilla/internal/gitcache"
 	"github.com/flotilla-gitops/flotilla/internal/searchattr"
@@ -102,7 +102,7 @@ func run() error {
 	}
 	inv := activities.TemporalInventory{Client: c, TaskQueue: cfg.taskQueue}
 
-	w := worker.New(c, cfg.taskQueue, workeropts.Options(cfg.maxActivities))
+	w := worker.New(c, cfg.taskQueue, workeropts.Sized(cfg.maxActivities, cfg.maxWorkflowTasks))
 	w.RegisterWorkflow(workflows.GitRepoWorkflow)
 	w.RegisterWorkflow(workflows.ClusterWorkflow)
 	w.RegisterWorkflow(workflows.InventoryWorkflow)
@@ -116,8 +116,10 @@ func run() error {
 		Log:        log.Named("activities"),
 		ChartCheck: chartcheck.New(self, inv),
 		// Beside the checkouts, which are pruned per repository; archives are kept by digest.
-		Charts:    &charts.Fetcher{Dir: filepath.Join(cfg.cacheDir, "charts")},
-		HelmCreds: creds,
+		Charts:            &charts.Fetcher{Dir: filepath.Join(cfg.cacheDir, "charts")},
+		HelmCreds:         creds,
+		BundleConcurrency: cfg.bundleConcurrency,
+		HelmQPS:           float32(cfg.helmQPS), HelmBurst: cfg.helmBurst,
 		// The packages agents fetch (pull mode); any worker can make one again, so losing them costs a render.
 		Content: &content.Store{Dir: filepath.Join(cfg.cacheDir, "content")},
 	}

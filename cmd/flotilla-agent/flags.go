@@ -8,7 +8,9 @@ import (
 	"regexp"
 	"strconv"
 
+	"github.com/flotilla-gitops/flotilla/activities"
 	"github.com/flotilla-gitops/flotilla/api"
+	"github.com/flotilla-gitops/flotilla/internal/agentmanifest"
 	"github.com/flotilla-gitops/flotilla/internal/envdefault"
 	"github.com/flotilla-gitops/flotilla/internal/temporalconn"
 )
@@ -32,13 +34,13 @@ type config struct {
 	conn temporalconn.Settings
 }
 
-// Defaults of the agent's concurrency: an agent serves one cluster, so it needs far fewer slots than a
-// worker serving thousands (seed 001: they are flags, shown in --help and the README).
+// Defaults of the agent's concurrency, the same as the Deployment `flotilla agent manifest` prints: an agent
+// serves one cluster, so it needs far fewer slots than a worker serving thousands.
 const (
-	DefaultMaxConcurrentActivities = 8
-	DefaultBundleConcurrency       = 8
-	DefaultHelmQPS                 = 50
-	DefaultHelmBurst               = 100
+	DefaultMaxConcurrentActivities = agentmanifest.DefaultMaxConcurrentActivities
+	DefaultBundleConcurrency       = activities.DefaultBundleConcurrency
+	DefaultHelmQPS                 = agentmanifest.DefaultHelmQPS
+	DefaultHelmBurst               = agentmanifest.DefaultHelmBurst
 )
 
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)

@@ -8,17 +8,26 @@ import (
 	"go.temporal.io/sdk/worker"
 )
 
-// DefaultMaxConcurrentActivities is flotilla-worker's --max-concurrent-activities.
-const DefaultMaxConcurrentActivities = 200
+// Defaults of flotilla-worker's --max-concurrent-activities and --max-concurrent-workflow-tasks.
+const (
+	DefaultMaxConcurrentActivities    = 200
+	DefaultMaxConcurrentWorkflowTasks = 100
+)
 
-// Options sizes a worker that runs at most maxActivities activities at once.
+// Options sizes a worker that runs at most maxActivities activities at once, with the default number of
+// workflow tasks.
 func Options(maxActivities int) worker.Options {
+	return Sized(maxActivities, DefaultMaxConcurrentWorkflowTasks)
+}
+
+// Sized sizes a worker that runs at most maxActivities activities and maxWorkflowTasks workflow tasks at once.
+func Sized(maxActivities, maxWorkflowTasks int) worker.Options {
 	return worker.Options{
 		MaxConcurrentActivityExecutionSize: maxActivities,
 		// Observe runs as a local activity, in a pool of its own with the same bound as activities, so that
 		// a thousand due checks do not open a thousand API calls at once.
 		MaxConcurrentLocalActivityExecutionSize: maxActivities,
-		MaxConcurrentWorkflowTaskExecutionSize:  100,
+		MaxConcurrentWorkflowTaskExecutionSize:  maxWorkflowTasks,
 		// The GitRepo workflow folds a thousand clusters' reports in one pass, a few milliseconds of CPU;
 		// on two busy cores, with garbage collection assisting, a pass has taken over the SDK's default 1 s
 		// and was failed as a deadlock (docs/performance.md). A real deadlock is still caught.
