@@ -1,7 +1,9 @@
 package tests
 
 import (
+	"encoding/base64"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -50,24 +52,34 @@ func TestAgentClustersDeployBesideKubeconfigClustersAndFailAlone(t *testing.T) {
 	require.Positive(t, s.CountWorkflows("WorkflowType = '"+api.ContentWorkflowType+"'"), "e1's agent fetched its package through Temporal")
 
 	list := s.CLIRun("cluster", "list")
-	require.Regexp(t, `(?m)^e1\s.*agent`, list, "cluster list shows e1 in agent mode:\n%s", list)
+	require.Regexp(t, `(?m)^e1\s.*\sagent\s+\S+ ago\s+\S+\s*$`, list, "cluster list shows e1 in agent mode, when its agent last polled and its version:\n%s", list)
+	require.NotRegexp(t, `(?m)^e1\s.*\snever\s`, list)
 	require.NotContains(t, list, s.K8s.Kubeconfig("e1"), "the management side holds no kubeconfig of an agent cluster")
 
-	// A release of several MB of manifests (CRD-heavy charts are) goes to every cluster, the agent's too.
-	head := repo.Commit(bigManifestsBundle(3<<20), "big")
-	st = s.WaitStatus("mixed", 3*time.Minute, "the big bundle Ready on k and e1", func(st api.GitRepoStatus) bool {
+	// A release of several MB of manifests (CRD-heavy charts are) goes to every cluster, the agent's too;
+	// and one that barely compresses, whose package takes more than one chunk.
+	fetches := s.CountWorkflows("WorkflowType = '" + api.ContentWorkflowType + "'")
+	files := bigManifestsBundle(3 << 20)
+	for k, v := range noiseBundle(780 << 10) {
+		files[k] = v
+	}
+	head := repo.Commit(files, "big")
+	st = s.WaitStatus("mixed", 3*time.Minute, "the big bundles Ready on k and e1", func(st api.GitRepoStatus) bool {
 		for _, name := range []string{"k", "e1"} {
 			c, _ := harness.Cluster(st, name)
-			if c.Commit != head || c.State != api.StateReady || len(c.Bundles) != 2 {
+			if c.Commit != head || c.State != api.StateReady || len(c.Bundles) != 3 {
 				return false
 			}
 		}
 		return true
 	})
 	for _, backing := range []string{"k", "e1"} {
-		cm := s.ConfigMapData(backing, "big", "big-0")
-		require.NotEmpty(t, cm["schema"], "the big bundle's objects exist on %s", backing)
+		require.NotEmpty(t, s.ConfigMapData(backing, "big", "big-0")["schema"], "the big bundle's objects exist on %s", backing)
+		require.Len(t, s.ConfigMapData(backing, "noise", "noise")["data"], 780<<10, "the noise bundle's object exists on %s", backing)
 	}
+	// e1 fetched the big bundle's package (one chunk) and the noise bundle's (two); e2 fetched nothing it
+	// could not render.
+	require.GreaterOrEqual(t, s.CountWorkflows("WorkflowType = '"+api.ContentWorkflowType+"'")-fetches, int64(3), "chunks fetched by e1")
 	// Nothing that carried it was near Temporal's limit: the largest event in any history.
 	largest := s.LargestPayload()
 	t.Logf("largest history event: %d bytes", largest)
@@ -176,6 +188,22 @@ func waitPartlyApplied(t *testing.T, s *harness.Stack, bundles int, v string) bo
 		return at > 0
 	}, 2*time.Minute, 10*time.Millisecond, "the agent starts applying %s", v)
 	return at < bundles
+}
+
+// noiseBundle is a bundle "noise" of one ConfigMap holding size bytes of random base64: it barely
+// compresses, so its package is larger than one chunk, while its Helm release still fits the 1 MiB
+// Secret Helm keeps it in.
+func noiseBundle(size int) map[string]string {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	raw := make([]byte, size*3/4)
+	for i := range raw {
+		raw[i] = byte(rnd.Uint32())
+	}
+	data := base64.StdEncoding.EncodeToString(raw)[:size]
+	return map[string]string{
+		"noise/fleet.yaml": "defaultNamespace: noise\n",
+		"noise/cm.yaml":    fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: noise\ndata:\n  data: %q\n", data),
+	}
 }
 
 // bigManifestsBundle is a bundle "big" of plain manifests of about size bytes in all, ConfigMaps of a few
