@@ -7,10 +7,8 @@ import (
 	"path/filepath"
 )
 
-// The files every pod's service account token is mounted as.
-const (
-	serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
-)
+// serviceAccountDir is where every pod's service account token and CA are mounted (a variable for tests).
+var serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 // inClusterKubeconfig writes a kubeconfig for the pod's own service account into dir and returns its path:
 // the agent's cluster client (agentclient) is built from a kubeconfig, and one that names the token file,

@@ -1,0 +1,115 @@
+package activities
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/flotilla-gitops/flotilla/api"
+	"github.com/flotilla-gitops/flotilla/fleet"
+	"github.com/flotilla-gitops/flotilla/fleet/render"
+	"github.com/flotilla-gitops/flotilla/internal/content"
+	"github.com/flotilla-gitops/flotilla/internal/devenv"
+	"github.com/flotilla-gitops/flotilla/internal/gitcache"
+	"github.com/flotilla-gitops/flotilla/inventory"
+)
+
+type fixedInventory inventory.Inventory
+
+func (f fixedInventory) Read(context.Context) (inventory.Inventory, error) { return inventory.Inventory(f), nil }
+
+// managementWorker is a worker of its own (own checkouts, own content store) over the same inventory.
+func managementWorker(t *testing.T, inv inventory.Inventory) *Activities {
+	dir := t.TempDir()
+	return &Activities{Git: &gitcache.Cache{Dir: filepath.Join(dir, "git")}, Inventory: fixedInventory(inv),
+		Content: &content.Store{Dir: filepath.Join(dir, "content")}}
+}
+
+// agentRepo is a repository with a chart bundle templated per cluster and one that fails on a cluster
+// without the value it needs.
+func agentRepo(t *testing.T) (url, commit string) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"web/fleet.yaml":                     "defaultNamespace: web\nhelm:\n  chart: ./chart\n  values:\n    fqdn: ${ .ClusterValues.fqdn }\n",
+		"web/chart/Chart.yaml":               "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+		"web/chart/templates/configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n  fqdn: {{ .Values.fqdn | quote }}\n",
+		"api/fleet.yaml":                     "defaultNamespace: api\nhelm:\n  values:\n    region: ${ .ClusterValues.region }\n",
+		"api/cm.yaml":                        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: api\n",
+	}
+	for name, text := range files {
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644))
+	}
+	head, err := devenv.InitRepo(dir, "")
+	require.NoError(t, err)
+	return "file://" + dir, head
+}
+
+// The management side renders an agent cluster's bundles into packages the agent fetches by digest; a
+// bundle that does not render there carries its typed error instead; and a second worker that never
+// prepared the package serves its chunks all the same, by rendering it again from the request's recipe.
+func TestPreparedPackagesAreServedByAnyWorker(t *testing.T) {
+	url, commit := agentRepo(t)
+	inv := inventory.Inventory{Generation: 1, Clusters: []fleet.Cluster{{
+		Metadata: fleet.ObjectMeta{Name: "edge-1"},
+		Spec:     fleet.ClusterSpec{Agent: &fleet.ClusterAgent{}, TemplateValues: map[string]any{"fqdn": "edge-1.example"}},
+	}}}
+	target := api.ClusterTarget{GitRepo: "shop", Cluster: "edge-1", Repo: url, Commit: commit, Agent: true,
+		Bundles: []api.BundleRef{{Name: "shop-web", Path: "web"}, {Name: "shop-api", Path: "api"}}}
+	ctx := context.Background()
+
+	first := managementWorker(t, inv)
+	res, err := first.Prepare(ctx, api.PrepareInput{Target: target})
+	require.NoError(t, err)
+	require.Len(t, res.Bundles, 2)
+	web, apiBundle := res.Bundles[0], res.Bundles[1]
+	require.Empty(t, web.Error)
+	require.NotEmpty(t, web.Package)
+	require.Equal(t, api.ErrTypeTemplate, apiBundle.ErrorType, "the template error travels typed")
+	require.Contains(t, apiBundle.Error, `"region"`)
+	require.Empty(t, apiBundle.Package)
+	summary, err := render.UnmarshalSummary(web.Release)
+	require.NoError(t, err)
+	require.Nil(t, summary.Chart, "a summary carries no chart")
+
+	again, err := first.Prepare(ctx, api.PrepareInput{Target: target})
+	require.NoError(t, err)
+	require.Equal(t, web, again.Bundles[0], "the same rendering is the same package")
+
+	second := managementWorker(t, inv)
+	require.False(t, second.Content.Has(web.Package))
+	data, err := content.Assemble(ctx, web.Package, web.PackageSize, 100, func(ctx context.Context, offset, length int64) ([]byte, error) {
+		return second.ReadContent(ctx, api.ReadContentInput{Digest: web.Package, Offset: offset, Length: length, Target: target, Bundle: "shop-web"})
+	})
+	require.NoError(t, err, "a worker that lacks the package makes it again")
+	rel, err := render.UnmarshalPackage(data)
+	require.NoError(t, err)
+	require.Equal(t, summary.DeploymentID, rel.DeploymentID)
+	require.Equal(t, "edge-1.example", rel.Values["fqdn"], "rendered for the agent's cluster")
+
+	// A recipe that no longer gives the package asked for is refused, never served as if it did.
+	moved := inventory.Inventory{Generation: 2, Clusters: []fleet.Cluster{{
+		Metadata: fleet.ObjectMeta{Name: "edge-1"},
+		Spec:     fleet.ClusterSpec{Agent: &fleet.ClusterAgent{}, TemplateValues: map[string]any{"fqdn": "elsewhere.example"}},
+	}}}
+	third := managementWorker(t, moved)
+	_, err = third.ReadContent(ctx, api.ReadContentInput{Digest: web.Package, Offset: 0, Length: 10, Target: target, Bundle: "shop-web"})
+	require.ErrorContains(t, err, "rendering it again gives")
+}
+
+// The management worker holds no kubeconfig of an agent cluster and never tries to reach it: a task for it
+// that lands here fails saying whose it is.
+func TestTheManagementWorkerDoesNotReachAnAgentCluster(t *testing.T) {
+	url, commit := agentRepo(t)
+	inv := inventory.Inventory{Generation: 1, Clusters: []fleet.Cluster{{
+		Metadata: fleet.ObjectMeta{Name: "edge-1"}, Spec: fleet.ClusterSpec{Agent: &fleet.ClusterAgent{}}}}}
+	w := managementWorker(t, inv)
+	target := api.ClusterTarget{GitRepo: "shop", Cluster: "edge-1", Repo: url, Commit: commit, Bundles: []api.BundleRef{{Name: "shop-web", Path: "web"}}}
+	_, err := w.Observe(context.Background(), api.ObserveInput{Target: target})
+	require.ErrorContains(t, err, `cluster "edge-1" is registered with an agent: only its flotilla-agent reaches it`)
+	_, err = w.Uninstall(context.Background(), api.UninstallInput{GitRepo: "shop", Cluster: "edge-1"})
+	require.ErrorContains(t, err, "registered with an agent")
+}
