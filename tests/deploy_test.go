@@ -20,7 +20,8 @@ import (
 	"github.com/flotilla-gitops/flotilla/tests/harness"
 )
 
-// The example GitRepo of `make up` lands on three clusters, each with its own templated values, and with
+// The example GitRepo of `make up` lands on three clusters (prod through its agent, as `make up` runs it),
+// each with its own templated values, and with
 // the chart of `make up`'s chart repository (its own process, as `make up` runs it): a version published
 // there later reaches every cluster at the next poll, as `make up` tells its user.
 func TestExampleGitRepoDeploysToThreeClustersWithTheirOwnValues(t *testing.T) {
@@ -40,6 +41,12 @@ func TestExampleGitRepoDeploysToThreeClustersWithTheirOwnValues(t *testing.T) {
 		data, err := os.ReadFile(filepath.Join(harness.Root(), "examples", "clusters", e+".yaml"))
 		require.NoError(t, err)
 		require.NoError(t, yaml.Unmarshal(data, &values))
+		if e == "prod" {
+			// As `make up` registers it: in pull mode, reached only by its own agent.
+			s.AddAgentCluster(e, map[string]string{"env": e}, values)
+			s.StartAgent(e, e)
+			continue
+		}
 		s.AddCluster(e, e, map[string]string{"env": e}, values)
 	}
 	gitrepo, err := os.ReadFile(filepath.Join(harness.Root(), "examples", "gitrepo.yaml"))

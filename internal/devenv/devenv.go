@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,6 +30,9 @@ type Options struct {
 	TemporalPort int
 	UIPort       int
 	Clusters     []string
+	// Agents are the clusters (of Clusters) registered in pull mode, each reached only by a flotilla-agent
+	// process of its own (default: prod, as an edge cluster would be).
+	Agents []string
 	// TaskQueue is the installation's (default FLOTILLA_TASK_QUEUE, as bin/flotilla reads it, so the
 	// commands `make up` prints reach the stack it started).
 	TaskQueue string
@@ -47,6 +51,9 @@ func (o *Options) defaults() {
 	}
 	if len(o.Clusters) == 0 {
 		o.Clusters = []string{"dev", "test", "prod"}
+	}
+	if o.Agents == nil {
+		o.Agents = []string{"prod"}
 	}
 	if o.Out == nil {
 		o.Out = os.Stdout
@@ -146,8 +153,20 @@ func Up(ctx context.Context, o Options) error {
 	}
 	cli := CLI{Bin: filepath.Join(bin, "flotilla"), Address: tmp.Address(), TaskQueue: o.TaskQueue, Out: o.Out}
 	for _, name := range o.Clusters {
-		if err := cli.Run(ctx, "cluster", "add", name, "--replace", "--kubeconfig", k8s.Kubeconfig(name), "--label", "env="+name,
-			"--values", filepath.Join(o.Root, "examples", "clusters", name+".yaml")); err != nil {
+		reach := []string{"--kubeconfig", k8s.Kubeconfig(name)}
+		if slices.Contains(o.Agents, name) {
+			reach = []string{"--agent"}
+		}
+		if err := cli.Run(ctx, append(append([]string{"cluster", "add", name, "--replace"}, reach...), "--label", "env="+name,
+			"--values", filepath.Join(o.Root, "examples", "clusters", name+".yaml"))...); err != nil {
+			return err
+		}
+	}
+	for _, name := range o.Agents {
+		o.say("starting the agent of %s (pull mode: only it holds %s's kubeconfig)", name, name)
+		if _, err := StartAgent(AgentOptions{Bin: bin, Address: tmp.Address(), TaskQueue: o.TaskQueue, Cluster: name,
+			Kubeconfig: k8s.Kubeconfig(name), CacheDir: filepath.Join(o.Dir, "agents", name),
+			LogFile: filepath.Join(logs, "agent-"+name+".log"), PIDFile: filepath.Join(pids, "agent-"+name+".pid"), Detached: true}); err != nil {
 			return err
 		}
 	}
@@ -180,7 +199,11 @@ Flotilla is up (%s).
 `, time.Since(start).Round(time.Second), tmp.UIAddress(), tmp.Address(), repoDir, charts.URL, ChartRepoSecret, credentials,
 		ExampleChart, ExampleChart)
 	for _, name := range o.Clusters {
-		fmt.Fprintf(o.Out, "    %-5s KUBECONFIG=%s\n", name, k8s.Kubeconfig(name))
+		mode := ""
+		if slices.Contains(o.Agents, name) {
+			mode = "   (pull mode: only its flotilla-agent uses it; bin/flotilla cluster list)"
+		}
+		fmt.Fprintf(o.Out, "    %-5s KUBECONFIG=%s%s\n", name, k8s.Kubeconfig(name), mode)
 	}
 	fmt.Fprintf(o.Out, "  Logs:              %s\n  Stop everything:   make down\n", logs)
 	return nil
