@@ -53,7 +53,7 @@ test: tools build vet lint
 	FLOTILLA_BIN=$(CURDIR)/bin $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	bin/flotilla-bench --quick --out "$(BENCH_QUICK_OUT)"
 
-## bench: every experiment at full scale (about 27 minutes on 2 cores); prints a table with the targets and
+## bench: every experiment at full scale (about 30 minutes on 2 cores); prints a table with the targets and
 ## writes JSON to $$BENCH_OUT (default bench/out/results.json). A missed target never fails it; a broken
 ## experiment does.
 BENCH_OUT ?= $(CURDIR)/bench/out/results.json

@@ -47,7 +47,7 @@ var TunedTemporal = map[string]string{
 // Experiments lists every experiment in the order a run performs them.
 var Experiments = []string{
 	"fleet-shape-1x10x3", "fleet-shape-50x3", "gitrepo-50-bundles", "deploy-1x10", "deploy-50x50", "recovery",
-	"fanout-1000", "idle-check", "orchestration-floor", "remote-chart-100",
+	"fanout-1000", "idle-check", "orchestration-floor", "remote-chart-100", "agents-50x3",
 }
 
 // Run performs the selected experiments and returns their results; an experiment that fails is
@@ -177,6 +177,8 @@ func (e *env) experiment(ctx context.Context, name string) ([]Result, error) {
 		return out, nil
 	case "remote-chart-100":
 		return e.remoteChart(ctx, name, e.scale(100, 5))
+	case "agents-50x3":
+		return e.agentsExperiment(ctx, name, e.scale(3, 2), e.scale(50, 5), e.scale(10, 5))
 	case "idle-check":
 		var out []Result
 		shapes := []struct {
@@ -227,6 +229,8 @@ func judge(r *Result) {
 		r.ChartArchiveGets != nil:
 		met := *r.Ratio <= targetRemoteChartRatio && *r.ChartArchiveGets <= chartVersionsDeployed*max(r.Rollouts, 1)
 		set(fmt.Sprintf("ratio ≤ %.2f; 1 archive GET per version per worker", targetRemoteChartRatio), met)
+	case r.Experiment == "agents-50x3" && r.Clusters == 3 && r.Bundles == 50 && r.ClusterAccess == accessAgent && r.Ratio != nil:
+		set(fmt.Sprintf("agent / kubeconfig ≤ %.2f", targetAgentRatio), *r.Ratio <= targetAgentRatio)
 	case r.Experiment == "idle-check" && r.Clusters >= 100 && r.TemporalActionsPerClusterInterval != nil:
 		// Per-cluster memory is the worker's whole RSS over the clusters: meaningless for a handful.
 		met := *r.TemporalActionsPerClusterInterval <= targetIdleActions && *r.APIRequestsPerClusterInterval <= targetIdleAPIRequests &&

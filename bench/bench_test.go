@@ -184,3 +184,49 @@ func TestBenchmarkRepositoryHoldsTheRequestedBundles(t *testing.T) {
 	_, err = os.Stat(filepath.Join(dir, ".git"))
 	require.NoError(t, err)
 }
+
+// agents-50x3 is judged on its agent row at full scale, on the ratio alone: the kubeconfig row is the
+// baseline, and the idle figures are reported for the reader, with no target of their own.
+func TestAgentsIsJudgedOnItsAgentRowsRatio(t *testing.T) {
+	kube := Result{Experiment: "agents-50x3", Clusters: 3, Bundles: 50, ClusterAccess: accessKubeconfig, FlotillaSeconds: 6}
+	judge(&kube)
+	require.Nil(t, kube.TargetMet, "the kubeconfig row is the baseline")
+
+	quick := Result{Experiment: "agents-50x3", Clusters: 2, Bundles: 5, ClusterAccess: accessAgent, Ratio: ptr(2.0)}
+	judge(&quick)
+	require.Nil(t, quick.TargetMet, "at five bundles the fixed cost of a package fetch is most of a rollout")
+
+	atLine := Result{Experiment: "agents-50x3", Clusters: 3, Bundles: 50, ClusterAccess: accessAgent, Ratio: ptr(1.3),
+		TemporalActionsPerClusterInterval: ptr(9.0), APIRequestsPerClusterInterval: ptr(90.0)}
+	judge(&atLine)
+	require.True(t, *atLine.TargetMet, "idle costs, however high, are reported, not judged")
+	require.Equal(t, "agent / kubeconfig ≤ 1.30", atLine.Target)
+
+	slow := Result{Experiment: "agents-50x3", Clusters: 3, Bundles: 50, ClusterAccess: accessAgent, Ratio: ptr(1.31)}
+	judge(&slow)
+	require.False(t, *slow.TargetMet)
+}
+
+// A side's row averages its rollouts' times and idle windows, counts the package fetches per rollout and
+// keeps every fetch made while idle, which should be none.
+func TestAgentsRowIsTheMeanOfItsRollouts(t *testing.T) {
+	row := meanAccessRollouts([]Result{
+		{FlotillaSeconds: 8, ClusterAccess: accessAgent, TemporalActionsPerClusterInterval: ptr(2.0), APIRequestsPerClusterInterval: ptr(40.0),
+			CPUSecondsPerClusterInterval: ptr(0.1), Intervals: 10, CheckIntervalSeconds: 2, AgentCPUSeconds: ptr(3.0), AgentPeakRSSMB: ptr(90.0),
+			ContentWorkflows: ptr(int64(150)), IdleContentWorkflows: ptr(int64(0))},
+		{FlotillaSeconds: 10, ClusterAccess: accessAgent, TemporalActionsPerClusterInterval: ptr(3.0), APIRequestsPerClusterInterval: ptr(50.0),
+			CPUSecondsPerClusterInterval: ptr(0.2), Intervals: 10.5, CheckIntervalSeconds: 2, AgentCPUSeconds: ptr(5.0), AgentPeakRSSMB: ptr(80.0),
+			ContentWorkflows: ptr(int64(151)), IdleContentWorkflows: ptr(int64(1))},
+	})
+	require.Equal(t, 9.0, row.FlotillaSeconds)
+	require.Equal(t, 2.5, *row.TemporalActionsPerClusterInterval)
+	require.Equal(t, 45.0, *row.APIRequestsPerClusterInterval)
+	require.Equal(t, 0.15, *row.CPUSecondsPerClusterInterval)
+	require.Equal(t, 20.5, row.Intervals, "the intervals of both windows")
+	require.Equal(t, 4.0, *row.AgentCPUSeconds)
+	require.Equal(t, 90.0, *row.AgentPeakRSSMB, "the highest peak, not a mean of peaks")
+	require.Equal(t, int64(151), *row.ContentWorkflows)
+	require.Equal(t, int64(1), *row.IdleContentWorkflows)
+	require.Nil(t, row.DiscoveredSeconds, "no plan time is measured here")
+	require.Nil(t, row.ChartArchiveGets)
+}

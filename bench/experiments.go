@@ -64,12 +64,17 @@ type deployCase struct {
 	helmSecretName string
 	// workerArgs are added to the worker's command line (its credentials file).
 	workerArgs []string
+	// agents registers every cluster in pull mode, each with a flotilla-agent of its own (agents-50x3).
+	agents bool
 }
 
 func (e *env) deploy(ctx context.Context, dc deployCase) (Result, *run, error) {
 	clusters, err := e.layout(dc.tag, dc.clusters, dc.simulate)
 	if err != nil {
 		return Result{}, nil, err
+	}
+	for i := range clusters {
+		clusters[i].Agent = dc.agents
 	}
 	simulated := clusters[0].Namespace != ""
 	repoDir := filepath.Join(e.dir, "repos", dc.tag)
@@ -196,6 +201,9 @@ func fillPhase(res *Result, d delta, end snapshot) {
 	res.APIServerCPUSeconds = round(d.kube, 2)
 	res.EtcdCPUSeconds = round(d.etcd, 2)
 	res.WorkerPeakRSSMB = round(end.workerPeakMB, 1)
+	if end.agentCount > 0 {
+		res.AgentCPUSeconds, res.AgentPeakRSSMB = ptr(round(d.agents, 2)), ptr(round(end.agentPeakMB, 1))
+	}
 }
 
 // directPhase runs the direct baseline on the same API servers, in namespaces of its own.

@@ -35,8 +35,9 @@ type Result struct {
 	APIRequestsPerClusterInterval     *float64 `json:"api_requests_per_cluster_interval,omitempty"`
 	CPUSecondsPerClusterInterval      *float64 `json:"cpu_seconds_per_cluster_interval,omitempty"`
 	CheckIntervalSeconds              float64  `json:"check_interval_seconds,omitempty"`
-	Intervals                         float64  `json:"intervals,omitempty"`
-	WorkerRSSMBPerCluster             *float64 `json:"worker_rss_mb_per_cluster,omitempty"`
+	// Intervals is how many check intervals the idle window lasted (agents-50x3: all its windows together).
+	Intervals             float64  `json:"intervals,omitempty"`
+	WorkerRSSMBPerCluster *float64 `json:"worker_rss_mb_per_cluster,omitempty"`
 
 	// CPU seconds used during the measured phase, by process.
 	WorkerCPUSeconds    float64 `json:"worker_cpu_seconds"`
@@ -80,6 +81,22 @@ type Result struct {
 	// Temporal dev server and a worker of its own.
 	Rollouts int `json:"rollouts,omitempty"`
 
+	// ClusterAccess is how an agents-50x3 row's clusters were reached: "kubeconfig" (the worker holds their
+	// kubeconfigs) or "agent" (pull mode: a flotilla-agent per cluster). Its flotilla_seconds is the rollout
+	// time, the mean of its rollouts; the *_per_cluster_interval fields are the idle windows after them.
+	ClusterAccess string `json:"cluster_access,omitempty"`
+	// KubeconfigSeconds is, on an agent row, the kubeconfig row's flotilla_seconds from the same run; that
+	// row's ratio is flotilla_seconds over it.
+	KubeconfigSeconds *float64 `json:"kubeconfig_seconds,omitempty"`
+	// AgentCPUSeconds is every flotilla-agent's CPU during the measured rollout (the mean over rollouts), and
+	// AgentPeakRSSMB the highest agent's VmHWM.
+	AgentCPUSeconds *float64 `json:"agent_cpu_seconds,omitempty"`
+	AgentPeakRSSMB  *float64 `json:"agent_peak_rss_mb,omitempty"`
+	// ContentWorkflows is how many ContentWorkflows (package chunk fetches by the agents) a rollout started,
+	// its mean; IdleContentWorkflows how many started in all the idle windows together (0 expected).
+	ContentWorkflows     *int64 `json:"content_workflows,omitempty"`
+	IdleContentWorkflows *int64 `json:"idle_content_workflows,omitempty"`
+
 	// FleetSeconds is Rancher Fleet's median on the same shape and machine kind (fleet-shape rows).
 	FleetSeconds *float64 `json:"fleet_seconds,omitempty"`
 	Target       string   `json:"target,omitempty"`
@@ -109,6 +126,20 @@ func round(v float64, digits int) float64 {
 		return -float64(int64(-v*p+0.5)) / p
 	}
 	return float64(int64(v*p+0.5)) / p
+}
+
+func fmtFloat(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", *v)
+}
+
+func deref64(v *int64) int64 {
+	if v == nil {
+		return 0
+	}
+	return *v
 }
 
 func fmtInt(v *int) string {
@@ -182,6 +213,16 @@ func details(r Result) string {
 	case r.ChartSource != "":
 		parts = append(parts, fmt.Sprintf("chart from a Helm repository: %s archive GETs, %s index.yaml GETs by %d workers; vendored %s",
 			fmtInt(r.ChartArchiveGets), fmtInt(r.ChartIndexGets), r.Rollouts, fmtPtr(r.GitChartSeconds)))
+	}
+	switch r.ClusterAccess {
+	case accessKubeconfig:
+		parts = append(parts, fmt.Sprintf("through kubeconfigs, mean of %d rollouts", r.Rollouts))
+	case accessAgent:
+		parts = append(parts, fmt.Sprintf("pull mode, a flotilla-agent per cluster, mean of %d rollouts; kubeconfig side %s; agents' CPU %s s, peak RSS %s MB; %d package fetches per rollout, %d while idle",
+			r.Rollouts, fmtPtr(r.KubeconfigSeconds), fmtFloat(r.AgentCPUSeconds), fmtFloat(r.AgentPeakRSSMB), deref64(r.ContentWorkflows), deref64(r.IdleContentWorkflows)))
+	}
+	if r.CheckIntervalSeconds > 0 && r.ClusterAccess != "" {
+		parts = append(parts, fmt.Sprintf("idle: %d windows, %.1f check intervals of %.0fs in all", r.Rollouts, r.Intervals, r.CheckIntervalSeconds))
 	}
 	if r.FloorSeconds != nil {
 		parts = append(parts, fmt.Sprintf("empty workflow shape done in %.2fs", *r.FloorSeconds))

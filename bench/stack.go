@@ -111,6 +111,9 @@ type benchCluster struct {
 	Kubeconfig string
 	// Namespace confines a simulated cluster (spec.confineToNamespace); empty for a real cluster.
 	Namespace string
+	// Agent registers the cluster in pull mode: the inventory holds no kubeconfig, and a flotilla-agent
+	// of its own, given Kubeconfig, runs its cluster-side activities.
+	Agent bool
 }
 
 // layout places n clusters named <tag>-NNNN. Up to one per real API server they are real; beyond that
@@ -175,13 +178,17 @@ type run struct {
 	workerCPUBefore float64
 	// workerArgs are added to the worker's command line, at every start.
 	workerArgs []string
+	// agents are the flotilla-agent processes of the run's agent-mode clusters, one each.
+	agents []*proc.Process
+	// clusters are the run's clusters, as registered in its inventory.
+	clusters []benchCluster
 }
 
 // startRun starts Temporal with the clusters already in the inventory, then the worker, and waits until
 // the worker polls. Starting the inventory with its content is what continue-as-new does; it spares
 // the benchmark a thousand updates that are not what it measures.
 func (e *env) startRun(ctx context.Context, name string, clusters []benchCluster, labels map[string]string, workerArgs []string) (*run, error) {
-	r := &run{e: e, name: name, dir: filepath.Join(e.dir, "runs", name), workerArgs: workerArgs}
+	r := &run{e: e, name: name, dir: filepath.Join(e.dir, "runs", name), workerArgs: workerArgs, clusters: clusters}
 	tmp, err := tempdev.Start(ctx, tempdev.Options{Bin: filepath.Join(e.cfg.BinDir, "temporal"), Dir: filepath.Join(r.dir, "temporal"),
 		Headless: true, SearchAttributes: api.SearchAttributes, LogFile: filepath.Join(r.dir, "temporal.log"),
 		DynamicConfig: e.cfg.TemporalDynamicConfig})
@@ -197,10 +204,11 @@ func (e *env) startRun(ctx context.Context, name string, clusters []benchCluster
 	r.client = c
 	inv := inventory.Inventory{}
 	for _, bc := range clusters {
-		inv.UpsertCluster(fleet.Cluster{
-			Metadata: fleet.ObjectMeta{Name: bc.Name, Labels: labels},
-			Spec:     fleet.ClusterSpec{KubeConfigPath: bc.Kubeconfig, ConfineToNamespace: bc.Namespace},
-		})
+		spec := fleet.ClusterSpec{KubeConfigPath: bc.Kubeconfig, ConfineToNamespace: bc.Namespace}
+		if bc.Agent {
+			spec.KubeConfigPath, spec.Agent = "", &fleet.ClusterAgent{}
+		}
+		inv.UpsertCluster(fleet.Cluster{Metadata: fleet.ObjectMeta{Name: bc.Name, Labels: labels}, Spec: spec})
 	}
 	if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: api.InventoryWorkflowID(api.DefaultTaskQueue), TaskQueue: api.DefaultTaskQueue},
 		workflows.InventoryWorkflow, workflows.InventoryInput{Inventory: &inv}); err != nil {
@@ -208,6 +216,10 @@ func (e *env) startRun(ctx context.Context, name string, clusters []benchCluster
 		return nil, fmt.Errorf("starting the inventory with %d clusters: %w", len(clusters), err)
 	}
 	if err := r.startWorker(ctx); err != nil {
+		r.stop()
+		return nil, err
+	}
+	if err := r.startAgents(ctx, clusters); err != nil {
 		r.stop()
 		return nil, err
 	}
@@ -259,6 +271,9 @@ func (r *run) killWorker() error {
 func (r *run) workerCPU() float64 { return r.workerCPUBefore + cpuSeconds(r.worker.PID()) }
 
 func (r *run) stop() {
+	for _, a := range r.agents {
+		_ = a.Stop(5 * time.Second)
+	}
 	if r.worker != nil {
 		_ = r.worker.Stop(5 * time.Second)
 	}
@@ -388,6 +403,9 @@ type snapshot struct {
 	worker, temporal, kube, etcd  float64
 	bench                         float64
 	workerPeakMB, workerCurrentMB float64
+	// agents is the CPU of every flotilla-agent of the run, agentPeakMB the highest VmHWM among them.
+	agents, agentPeakMB float64
+	agentCount          int
 }
 
 func (r *run) snapshot(ctx context.Context) (snapshot, error) {
@@ -406,6 +424,12 @@ func (r *run) snapshot(ctx context.Context) (snapshot, error) {
 		s.worker = r.workerCPU()
 		s.workerPeakMB, s.workerCurrentMB = memoryMB(r.worker.PID())
 	}
+	for _, a := range r.agents {
+		s.agents += cpuSeconds(a.PID())
+		peak, _ := memoryMB(a.PID())
+		s.agentPeakMB = max(s.agentPeakMB, peak)
+	}
+	s.agentCount = len(r.agents)
 	apis, etcd := r.e.apiServerPIDs()
 	for _, pid := range apis {
 		s.kube += cpuSeconds(pid)
@@ -420,6 +444,7 @@ type delta struct {
 	seconds                             float64
 	apiRequests, actions                float64
 	worker, temporal, kube, etcd, bench float64
+	agents                              float64
 }
 
 func diff(a, b snapshot) delta {
@@ -433,6 +458,7 @@ func diff(a, b snapshot) delta {
 		kube:     b.kube - a.kube,
 		etcd:     b.etcd - a.etcd,
 		bench:    b.bench - a.bench,
+		agents:   b.agents - a.agents,
 	}
 }
 
