@@ -22,7 +22,8 @@ type LocalCluster struct {
 	// Store keeps the packages fetched from the management side, by digest, so a package is fetched once
 	// per agent however many checks and retries apply it.
 	Store *content.Store
-	// Fetch reads one chunk of a package from the management side, through Temporal (ContentWorkflow).
+	// Fetch reads chunks of packages from the management side, through Temporal (ContentWorkflow): the
+	// chunks' bytes, concatenated in order.
 	Fetch func(ctx context.Context, in api.ReadContentInput) ([]byte, error)
 }
 
@@ -60,11 +61,10 @@ func (a *Activities) renderPrepared(ctx context.Context, h *clusterHandle, t api
 	}
 	data, err := a.Local.Store.Get(p.Package)
 	if errors.Is(err, content.ErrNotFound) {
-		data, err = content.Assemble(ctx, p.Package, p.PackageSize, api.ContentChunkSize, func(ctx context.Context, offset, length int64) ([]byte, error) {
-			return a.Local.Fetch(ctx, api.ReadContentInput{Digest: p.Package, Offset: offset, Length: length, Target: t, Bundle: ref.Name})
-		})
-		if err == nil {
-			_, err = a.Local.Store.Put(data)
+		// Apply fetched every package it needs at once (fetchPackages); this one failed there, or was
+		// evicted since.
+		if err = a.fetchPackages(ctx, t, []api.PreparedBundle{p}); err == nil {
+			data, err = a.Local.Store.Get(p.Package)
 		}
 	}
 	if err != nil {
@@ -78,4 +78,40 @@ func (a *Activities) renderPrepared(ctx context.Context, h *clusterHandle, t api
 		return nil, fmt.Errorf("bundle %q: package %s holds deployment %s, not %s", ref.Name, p.Package, full.DeploymentID, rel.DeploymentID)
 	}
 	return full, nil
+}
+
+// fetchPackages fetches the packages of the given bundles that the agent does not hold yet, many to a
+// ContentWorkflow (at most api.ContentChunkSize each), and stores them: an apply of fifty bundles costs one
+// round trip through Temporal, not fifty.
+func (a *Activities) fetchPackages(ctx context.Context, t api.ClusterTarget, bundles []api.PreparedBundle) error {
+	var wants []content.Want
+	var owners []string
+	seen := map[string]bool{}
+	for _, p := range bundles {
+		if p.Package == "" || seen[p.Package] || a.Local.Store.Has(p.Package) {
+			continue
+		}
+		seen[p.Package] = true
+		wants = append(wants, content.Want{Digest: p.Package, Size: p.PackageSize})
+		owners = append(owners, p.Bundle)
+	}
+	if len(wants) == 0 {
+		return nil
+	}
+	all, err := content.FetchAll(ctx, wants, api.ContentChunkSize, func(ctx context.Context, batch []content.Piece) ([]byte, error) {
+		in := api.ReadContentInput{Target: t, Chunks: make([]api.ContentChunk, len(batch))}
+		for i, piece := range batch {
+			in.Chunks[i] = api.ContentChunk{Digest: wants[piece.Index].Digest, Offset: piece.Offset, Length: piece.Length, Bundle: owners[piece.Index]}
+		}
+		return a.Local.Fetch(ctx, in)
+	})
+	if err != nil {
+		return err
+	}
+	for _, data := range all {
+		if _, err := a.Local.Store.Put(data); err != nil {
+			return err
+		}
+	}
+	return nil
 }

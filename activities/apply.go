@@ -40,6 +40,16 @@ func (a *Activities) Apply(ctx context.Context, in api.ApplyInput) (api.ApplyRes
 	for _, r := range in.Target.Bundles {
 		refs[r.Name] = r
 	}
+	if h.prepared != nil {
+		var wanted []api.PreparedBundle
+		for _, act := range in.Actions {
+			wanted = append(wanted, h.prepared[act.Bundle])
+		}
+		if err := a.fetchPackages(ctx, in.Target, wanted); err != nil {
+			// Each bundle tries again on its own, and fails alone if its package cannot be had.
+			a.logger().Warn("fetching packages", zap.String("cluster", in.Target.Cluster), zap.Error(err))
+		}
+	}
 	err = a.forEach(len(in.Actions), func(i int) error {
 		r, err := a.applyBundle(ctx, h, in.Target, refs[in.Actions[i].Bundle], in.Actions[i])
 		res.Bundles[i] = r

@@ -107,43 +107,65 @@ func (a *Activities) packageOf(ctx context.Context, h *clusterHandle, t api.Clus
 	return data, nil
 }
 
-// ReadContent is one chunk of a package, for an agent. A worker that does not hold the package (another
-// worker made it, or its cache was cleared) renders it again from the recipe the agent sends and serves
-// it only if it is byte for byte the package asked for.
+// ReadContent is chunks of packages, for an agent, concatenated in order. A worker that does not hold a
+// package (another worker made it, or its cache was cleared) renders it again from the recipe the agent
+// sends and serves it only if it is byte for byte the package asked for.
 func (a *Activities) ReadContent(ctx context.Context, in api.ReadContentInput) ([]byte, error) {
-	if in.Length <= 0 || in.Length > api.ContentChunkSize || in.Offset < 0 {
-		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("chunk of %d bytes at %d: chunks are 1 to %d bytes", in.Length, in.Offset, api.ContentChunkSize), api.ErrTypeBundle, nil)
+	var total int64
+	for _, c := range in.Chunks {
+		if c.Length <= 0 || c.Offset < 0 {
+			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("package %s: chunk of %d bytes at %d", c.Digest, c.Length, c.Offset), api.ErrTypeBundle, nil)
+		}
+		total += c.Length
 	}
-	data, err := a.Content.ReadChunk(in.Digest, in.Offset, in.Length)
-	if !errors.Is(err, content.ErrNotFound) {
-		return data, err
+	if total > api.ContentChunkSize {
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%d bytes asked at once: at most %d are served", total, api.ContentChunkSize), api.ErrTypeBundle, nil)
 	}
-	h, err := a.renderHandle(ctx, in.Target)
-	if err != nil {
-		return nil, err
+	out := make([]byte, 0, total)
+	var h *clusterHandle
+	for _, c := range in.Chunks {
+		data, err := a.Content.ReadChunk(c.Digest, c.Offset, c.Length)
+		if errors.Is(err, content.ErrNotFound) {
+			if h == nil {
+				if h, err = a.renderHandle(ctx, in.Target); err != nil {
+					return nil, err
+				}
+			}
+			if err = a.packageAgain(ctx, h, in.Target, c); err == nil {
+				data, err = a.Content.ReadChunk(c.Digest, c.Offset, c.Length)
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, data...)
 	}
+	return out, nil
+}
+
+// packageAgain renders the bundle a chunk's package was made of and stores it, if it is that package.
+func (a *Activities) packageAgain(ctx context.Context, h *clusterHandle, t api.ClusterTarget, c api.ContentChunk) error {
 	var ref *api.BundleRef
-	for i := range in.Target.Bundles {
-		if in.Target.Bundles[i].Name == in.Bundle {
-			ref = &in.Target.Bundles[i]
+	for i := range t.Bundles {
+		if t.Bundles[i].Name == c.Bundle {
+			ref = &t.Bundles[i]
 		}
 	}
 	if ref == nil {
-		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("package %s: bundle %q is not in the target", in.Digest, in.Bundle), api.ErrTypeBundle, nil)
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("package %s: bundle %q is not in the target", c.Digest, c.Bundle), api.ErrTypeBundle, nil)
 	}
-	pkg, err := a.packageOf(ctx, h, in.Target, *ref)
+	pkg, err := a.packageOf(ctx, h, t, *ref)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	digest, err := a.Content.Put(pkg)
-	if err != nil {
-		return nil, fmt.Errorf("storing the package of bundle %q: %w", in.Bundle, err)
+	if digest := content.Digest(pkg); digest != c.Digest {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("package %s of bundle %q: rendering it again gives %s; the agent goes on with the next desired state",
+			c.Digest, c.Bundle, digest), api.ErrTypeStale, nil)
 	}
-	if digest != in.Digest {
-		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("package %s of bundle %q: rendering it again gives %s; the agent goes on with the next desired state",
-			in.Digest, in.Bundle, digest), api.ErrTypeStale, nil)
+	if _, err := a.Content.Put(pkg); err != nil {
+		return fmt.Errorf("storing the package of bundle %q: %w", c.Bundle, err)
 	}
-	return a.Content.ReadChunk(in.Digest, in.Offset, in.Length)
+	return nil
 }
 
 // packageIndex remembers which package each rendering was stored as, so an idle Prepare encodes nothing.

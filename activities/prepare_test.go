@@ -19,7 +19,9 @@ import (
 
 type fixedInventory inventory.Inventory
 
-func (f fixedInventory) Read(context.Context) (inventory.Inventory, error) { return inventory.Inventory(f), nil }
+func (f fixedInventory) Read(context.Context) (inventory.Inventory, error) {
+	return inventory.Inventory(f), nil
+}
 
 // managementWorker is a worker of its own (own checkouts, own content store) over the same inventory.
 func managementWorker(t *testing.T, inv inventory.Inventory) *Activities {
@@ -81,11 +83,15 @@ func TestPreparedPackagesAreServedByAnyWorker(t *testing.T) {
 
 	second := managementWorker(t, inv)
 	require.False(t, second.Content.Has(web.Package))
-	data, err := content.Assemble(ctx, web.Package, web.PackageSize, 100, func(ctx context.Context, offset, length int64) ([]byte, error) {
-		return second.ReadContent(ctx, api.ReadContentInput{Digest: web.Package, Offset: offset, Length: length, Target: target, Bundle: "shop-web"})
+	all, err := content.FetchAll(ctx, []content.Want{{Digest: web.Package, Size: web.PackageSize}}, 100, func(ctx context.Context, batch []content.Piece) ([]byte, error) {
+		in := api.ReadContentInput{Target: target}
+		for _, p := range batch {
+			in.Chunks = append(in.Chunks, api.ContentChunk{Digest: web.Package, Offset: p.Offset, Length: p.Length, Bundle: "shop-web"})
+		}
+		return second.ReadContent(ctx, in)
 	})
 	require.NoError(t, err, "a worker that lacks the package makes it again")
-	rel, err := render.UnmarshalPackage(data)
+	rel, err := render.UnmarshalPackage(all[0])
 	require.NoError(t, err)
 	require.Equal(t, summary.DeploymentID, rel.DeploymentID)
 	require.Equal(t, "edge-1.example", rel.Values["fqdn"], "rendered for the agent's cluster")
@@ -96,7 +102,7 @@ func TestPreparedPackagesAreServedByAnyWorker(t *testing.T) {
 		Spec:     fleet.ClusterSpec{Agent: &fleet.ClusterAgent{}, TemplateValues: map[string]any{"fqdn": "elsewhere.example"}},
 	}}}
 	third := managementWorker(t, moved)
-	_, err = third.ReadContent(ctx, api.ReadContentInput{Digest: web.Package, Offset: 0, Length: 10, Target: target, Bundle: "shop-web"})
+	_, err = third.ReadContent(ctx, api.ReadContentInput{Target: target, Chunks: []api.ContentChunk{{Digest: web.Package, Length: 10, Bundle: "shop-web"}}})
 	require.ErrorContains(t, err, "rendering it again gives")
 }
 

@@ -18,16 +18,16 @@ const (
 	// ActivityPrepare renders every bundle of a ClusterTarget for an agent-mode cluster on the management
 	// side and stores each rendering's package (PrepareInput → PrepareResult).
 	ActivityPrepare = "Prepare"
-	// ActivityReadContent reads one chunk of a stored package on the management side (ReadContentInput →
-	// []byte).
+	// ActivityReadContent reads chunks of stored packages on the management side (ReadContentInput → the
+	// chunks' bytes, concatenated in order).
 	ActivityReadContent = "ReadContent"
 	// ContentWorkflowType is the short workflow an agent starts on the installation's task queue to fetch
-	// one chunk of a package (ReadContentInput → []byte).
+	// chunks of packages (ReadContentInput → the chunks' bytes, concatenated in order).
 	ContentWorkflowType = "ContentWorkflow"
 )
 
-// ContentChunkSize is the largest chunk of a package one ContentWorkflow carries: far under Temporal's
-// 2 MB payload limit, whatever the size of the release.
+// ContentChunkSize is the most one ContentWorkflow carries (the chunks of one or of many packages): far
+// under Temporal's 2 MB payload limit, whatever the size of a release.
 const ContentChunkSize = 512 << 10
 
 // AgentTaskQueue is the task queue the agent of one cluster polls, for the installation on taskQueue:
@@ -82,13 +82,18 @@ type PreparedBundle struct {
 	PackageSize int64  `json:"packageSize,omitempty"`
 }
 
-// ReadContentInput names one chunk of a package, and how to make the package again on a worker that does
-// not hold it (every worker of an installation can serve every chunk).
+// ReadContentInput names chunks of packages, at most ContentChunkSize bytes in all, and how to make each
+// package again on a worker that does not hold it (every worker of an installation can serve every chunk).
 type ReadContentInput struct {
+	// Target is the desired state the packages were rendered for.
+	Target ClusterTarget  `json:"target"`
+	Chunks []ContentChunk `json:"chunks"`
+}
+
+// ContentChunk is a byte range of one package, and the bundle of the target it is the rendering of.
+type ContentChunk struct {
 	Digest string `json:"digest"`
 	Offset int64  `json:"offset"`
 	Length int64  `json:"length"`
-	// Target and Bundle are the rendering the package was made of.
-	Target ClusterTarget `json:"target"`
-	Bundle string        `json:"bundle"`
+	Bundle string `json:"bundle"`
 }

@@ -6,12 +6,13 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -114,17 +115,21 @@ func run() error {
 	return nil
 }
 
-// fetcher reads a chunk of a package through a short ContentWorkflow on the installation's task queue.
-// Its ID names the chunk, so agents that want the same chunk at once share one run.
+// fetcher reads chunks of packages through a short ContentWorkflow on the installation's task queue. Its
+// ID names what it fetches, so agents that want the same chunks at once share one run.
 func fetcher(c client.Client, taskQueue string) func(ctx context.Context, in api.ReadContentInput) ([]byte, error) {
 	return func(ctx context.Context, in api.ReadContentInput) ([]byte, error) {
+		h := sha256.New()
+		for _, ch := range in.Chunks {
+			fmt.Fprintf(h, "%s %d %d\n", ch.Digest, ch.Offset, ch.Length)
+		}
 		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-			ID:                       "flotilla-content/" + taskQueue + "/" + in.Digest + "/" + strconv.FormatInt(in.Offset, 10),
+			ID:                       "flotilla-content/" + taskQueue + "/" + hex.EncodeToString(h.Sum(nil))[:32],
 			TaskQueue:                taskQueue,
 			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 			WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 			WorkflowExecutionTimeout: 5 * time.Minute,
-			StaticSummary:            "package chunk for " + in.Target.Cluster,
+			StaticSummary:            fmt.Sprintf("%d chunk(s) of packages for %s", len(in.Chunks), in.Target.Cluster),
 		}, api.ContentWorkflowType, in)
 		if err != nil {
 			return nil, err

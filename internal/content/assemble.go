@@ -3,10 +3,6 @@ package content
 import (
 	"context"
 	"fmt"
-	"sync"
-
-	"github.com/flotilla-gitops/flotilla/internal/bytesize"
-	"github.com/flotilla-gitops/flotilla/internal/parallel"
 )
 
 // MaxSize is the largest content Assemble fetches: a package far larger than any real release is a
@@ -21,56 +17,15 @@ const fetchers = 4
 // them once their digest matches. fetch returns length bytes of the content from offset; it may be called
 // by a few goroutines at once.
 func Assemble(ctx context.Context, digest string, size int64, chunkSize int64, fetch func(ctx context.Context, offset, length int64) ([]byte, error)) ([]byte, error) {
-	if _, err := ParseDigest(digest); err != nil {
-		return nil, err
-	}
-	switch {
-	case size < 0:
-		return nil, fmt.Errorf("content %s: size %d", digest, size)
-	case size > MaxSize:
-		return nil, fmt.Errorf("content %s: %d bytes is over the %s limit", digest, size, bytesize.Format(MaxSize))
-	case chunkSize <= 0:
+	if chunkSize <= 0 {
 		return nil, fmt.Errorf("content %s: chunk size %d", digest, chunkSize)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	// The first chunk that failed, not the cancellations it caused in the others.
-	var mu sync.Mutex
-	var cause error
-	data := make([]byte, size)
-	chunks := int((size + chunkSize - 1) / chunkSize)
-	err := parallel.ForEach(chunks, fetchers, func(i int) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		offset := int64(i) * chunkSize
-		length := min(chunkSize, size-offset)
-		chunk, err := fetch(ctx, offset, length)
-		if err == nil && int64(len(chunk)) != length {
-			err = fmt.Errorf("%d bytes where %d were asked", len(chunk), length)
-		}
-		if err != nil {
-			err = fmt.Errorf("content %s: chunk at %d: %w", digest, offset, err)
-			mu.Lock()
-			if cause == nil {
-				cause = err
-			}
-			mu.Unlock()
-			// The other chunks would only be thrown away.
-			cancel()
-			return err
-		}
-		copy(data[offset:], chunk)
-		return nil
+	// One content in batches of chunkSize is one piece per batch.
+	all, err := FetchAll(ctx, []Want{{Digest: digest, Size: size}}, chunkSize, func(ctx context.Context, batch []Piece) ([]byte, error) {
+		return fetch(ctx, batch[0].Offset, batch[0].Length)
 	})
-	if cause != nil {
-		return nil, cause
-	}
 	if err != nil {
-		return nil, fmt.Errorf("content %s: %w", digest, err)
+		return nil, err
 	}
-	if got := Digest(data); got != digest {
-		return nil, fmt.Errorf("content %s: the %d bytes fetched are %s", digest, size, got)
-	}
-	return data, nil
+	return all[0], nil
 }
