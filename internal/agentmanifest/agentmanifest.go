@@ -120,8 +120,8 @@ func ConfigDigest(cfg Config) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// AnnotationConfigDigest on the agent's pod template carries ConfigDigest: the Temporal settings live in a
-// Secret, and a changed Secret alone does not restart the pods that read it through envFrom.
+// AnnotationConfigDigest on the agent's pod template carries ConfigDigest, so that `kubectl describe` shows
+// which configuration a pod runs; the kept release records the same digest as a release label.
 const AnnotationConfigDigest = "flotilla.dev/agent-config-digest"
 
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
@@ -168,23 +168,21 @@ func Objects(cluster, workspace string, cfg Config, apiKey string) []map[string]
 		}
 		return m
 	}
-	secret := map[string]string{
-		"TEMPORAL_ADDRESS":    cfg.TemporalAddress,
-		"TEMPORAL_NAMESPACE":  cfg.TemporalNamespace,
-		"FLOTILLA_TASK_QUEUE": cfg.TaskQueue,
-		"FLOTILLA_CLUSTER":    cluster,
-		"FLOTILLA_WORKSPACE":  workspace,
-	}
-	if apiKey != "" {
-		secret["TEMPORAL_API_KEY"] = apiKey
-	}
-	// data rather than stringData: `kubectl apply` merges stringData into data, so a key dropped from
-	// stringData (an API key no longer given) would stay in the Secret.
+	// The Secret holds the API key and nothing else: every other setting is plain env on the Deployment,
+	// so that a changed setting is a changed Deployment (one rollout), and the release Flotilla keeps
+	// (KeptObjects) carries no credential.
 	data := map[string]any{}
-	for k, v := range secret {
-		data[k] = base64.StdEncoding.EncodeToString([]byte(v))
+	if apiKey != "" {
+		// data rather than stringData: `kubectl apply` merges stringData into data, so a key dropped from
+		// stringData (an API key no longer given) would stay in the Secret.
+		data["TEMPORAL_API_KEY"] = base64.StdEncoding.EncodeToString([]byte(apiKey))
 	}
 	env := []any{
+		envVar("TEMPORAL_ADDRESS", cfg.TemporalAddress),
+		envVar("TEMPORAL_NAMESPACE", cfg.TemporalNamespace),
+		envVar("FLOTILLA_TASK_QUEUE", cfg.TaskQueue),
+		envVar("FLOTILLA_CLUSTER", cluster),
+		envVar("FLOTILLA_WORKSPACE", workspace),
 		envVar("FLOTILLA_LOG_LEVEL", cfg.LogLevel),
 		envVar("FLOTILLA_MAX_CONCURRENT_ACTIVITIES", strconv.Itoa(cfg.MaxConcurrentActivities)),
 		envVar("FLOTILLA_HELM_QPS", strconv.FormatFloat(cfg.HelmQPS, 'g', -1, 64)),
@@ -235,7 +233,10 @@ func Objects(cluster, workspace string, cfg Config, apiKey string) []map[string]
 							"name":    "agent",
 							"image":   cfg.Image,
 							"command": []any{"/flotilla-agent"},
-							"envFrom": []any{map[string]any{"secretRef": map[string]any{"name": Name}}},
+							// Optional: an agent that dials without an API key needs no Secret, and a Secret
+							// deleted by mistake does not keep the agent from starting. env wins over envFrom,
+							// so a Secret from an older manifest that still holds settings changes nothing.
+							"envFrom": []any{map[string]any{"secretRef": map[string]any{"name": Name, "optional": true}}},
 							"env":     env,
 							"securityContext": map[string]any{
 								"allowPrivilegeEscalation": false,
@@ -262,8 +263,34 @@ func YAML(cluster, workspace string, cfg Config, apiKey string) ([]byte, error) 
 	if err := Check(cluster, workspace, cfg); err != nil {
 		return nil, err
 	}
+	return stream(cluster, Objects(cluster, workspace, cfg, apiKey))
+}
+
+// KeptObjects are the objects Flotilla keeps as the agent's release (ADR 23): Objects without the
+// Namespace, which holds the release and outlives it, and without the Secret, the one place of the API
+// key, which therefore never travels through Temporal. Each is the very object Objects makes, so adopting
+// what the operator applied changes none of their specs.
+func KeptObjects(cluster, workspace string, cfg Config) []map[string]any {
+	var out []map[string]any
+	for _, o := range Objects(cluster, workspace, cfg, "") {
+		if k := o["kind"]; k != "Namespace" && k != "Secret" {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// KeptYAML is KeptObjects as one YAML stream, each document byte for byte the one YAML prints.
+func KeptYAML(cluster, workspace string, cfg Config) ([]byte, error) {
+	if err := Check(cluster, workspace, cfg); err != nil {
+		return nil, err
+	}
+	return stream(cluster, KeptObjects(cluster, workspace, cfg))
+}
+
+func stream(cluster string, objects []map[string]any) ([]byte, error) {
 	var b bytes.Buffer
-	for i, o := range Objects(cluster, workspace, cfg, apiKey) {
+	for i, o := range objects {
 		doc, err := yaml.Marshal(o)
 		if err != nil {
 			return nil, fmt.Errorf("cluster %q: agent %s: %w", cluster, o["kind"], err)
