@@ -25,6 +25,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/activities"
 	"github.com/flotilla-gitops/flotilla/agentclient"
 	"github.com/flotilla-gitops/flotilla/api"
+	"github.com/flotilla-gitops/flotilla/internal/agentmanifest"
 	"github.com/flotilla-gitops/flotilla/internal/chartcheck"
 	"github.com/flotilla-gitops/flotilla/internal/content"
 	"github.com/flotilla-gitops/flotilla/internal/charts"
@@ -32,6 +33,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/internal/gitcache"
 	"github.com/flotilla-gitops/flotilla/internal/searchattr"
 	"github.com/flotilla-gitops/flotilla/internal/temporalconn"
+	"github.com/flotilla-gitops/flotilla/internal/version"
 	"github.com/flotilla-gitops/flotilla/internal/workeropts"
 	"github.com/flotilla-gitops/flotilla/internal/zaplog"
 	"github.com/flotilla-gitops/flotilla/webhook"
@@ -120,6 +122,10 @@ func run() error {
 		HelmCreds: creds,
 		// The packages agents fetch (pull mode); any worker can make one again, so losing them costs a render.
 		Content: &content.Store{Dir: filepath.Join(cfg.cacheDir, "content")},
+		// The agents it keeps dial what this worker dials, unless their registration names their own; the
+		// CLI's `agent manifest` defaults to its own settings the same way (ADR 23).
+		Installation: agentmanifest.Installation{TemporalAddress: cfg.address, TemporalNamespace: cfg.temporalNamespace,
+			TaskQueue: cfg.taskQueue, Version: version.ImageTag()},
 	}
 	acts.Register(w)
 
