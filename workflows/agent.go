@@ -31,6 +31,9 @@ func AgentWorkflow(ctx workflow.Context, in api.AgentWorkflowInput) error {
 		_ = workflow.UpsertTypedSearchAttributes(ctx, searchCluster.ValueSet(in.Cluster), searchNamespace.ValueSet(k.st.Workspace))
 	}
 	checkCh := workflow.GetSignalChannel(ctx, api.SignalCheck)
+	// The signal a run was started with (SignalWithStart) asks for the check it makes first anyway.
+	for checkCh.ReceiveAsync(nil) {
+	}
 	for {
 		delay, keep := k.check(ctx)
 		if !keep {
