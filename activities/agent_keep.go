@@ -43,12 +43,13 @@ func (a *Activities) KeepAgent(ctx context.Context, in api.KeepAgentInput) (api.
 			return api.KeepAgentResult{}, a.clusterError(name, err)
 		}
 	}
-	if st.Exists && st.Status == string(api.ReleaseDeployed) && st.Labels[api.LabelAgentConfigDigest] == in.Digest {
+	want := api.AgentDigestLabel(in.Digest)
+	if st.Exists && st.Status == string(api.ReleaseDeployed) && st.Labels[api.LabelAgentConfigDigest] == want {
 		return api.KeepAgentResult{Revision: st.Revision, Digest: in.Digest}, nil
 	}
 	req := agentclient.ApplyRequest{
 		Name: api.AgentReleaseName, Namespace: in.Namespace, Chart: agentChart(in.Manifests),
-		Labels:          map[string]string{api.LabelAgentConfigDigest: in.Digest, api.LabelCluster: in.Cluster},
+		Labels:          map[string]string{api.LabelAgentConfigDigest: want, api.LabelCluster: in.Cluster},
 		CreateNamespace: true,
 		TakeOwnership:   true,
 		MaxHistory:      3,

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"strings"
 	"time"
 
 	"github.com/flotilla-gitops/flotilla/fleet"
@@ -26,10 +27,17 @@ const (
 
 	// AgentReleaseName is the Helm release that holds the agent's objects, in the agent's namespace.
 	AgentReleaseName = "flotilla-agent"
-	// LabelAgentConfigDigest is the release label recording the configuration digest a revision holds: the
-	// one thing compared to decide whether to apply.
+	// LabelAgentConfigDigest is the release label recording the configuration digest a revision holds
+	// (AgentDigestLabel of it): the one thing compared to decide whether to apply.
 	LabelAgentConfigDigest = "flotilla.dev/agent-config-digest"
 )
+
+// AgentDigestLabel is a configuration digest ("sha256:<hex>") as a label value, which may hold at most 63
+// characters and no ':': its first 160 bits in hex, plenty to tell one configuration from another.
+func AgentDigestLabel(digest string) string {
+	hex := strings.TrimPrefix(digest, "sha256:")
+	return hex[:min(len(hex), 40)]
+}
 
 // AgentWorkflowID is the AgentWorkflow of a cluster of the installation on taskQueue:
 // agent/<workspace>/<cluster> on the default queue, agent/<taskQueue>/<workspace>/<cluster> on any other

@@ -28,6 +28,9 @@ import (
 // Name is the name of the agent's ServiceAccount, Secret and Deployment in its namespace.
 const Name = "flotilla-agent"
 
+// ReleaseName is the Helm release Flotilla keeps the agent's objects in (api.AgentReleaseName).
+const ReleaseName = "flotilla-agent"
+
 // Defaults of the settings that do not depend on the installation.
 const (
 	DefaultNamespace               = "flotilla-system"
@@ -168,6 +171,19 @@ func Objects(cluster, workspace string, cfg Config, apiKey string) []map[string]
 		}
 		return m
 	}
+	// The objects Flotilla keeps as the agent's release (KeptObjects) carry from the start the ownership
+	// Helm writes when it adopts them: adoption then changes nothing, not even the Deployment's annotations,
+	// whose change alone would bump its generation.
+	kept := func(name string, namespaced bool) map[string]any {
+		m := meta(name, namespaced)
+		owned := map[string]any{"app.kubernetes.io/managed-by": "Helm"}
+		for k, v := range labels {
+			owned[k] = v
+		}
+		m["labels"] = owned
+		m["annotations"] = map[string]any{"meta.helm.sh/release-name": ReleaseName, "meta.helm.sh/release-namespace": ns}
+		return m
+	}
 	// The Secret holds the API key and nothing else: every other setting is plain env on the Deployment,
 	// so that a changed setting is a changed Deployment (one rollout), and the release Flotilla keeps
 	// (KeptObjects) carries no credential.
@@ -195,20 +211,20 @@ func Objects(cluster, workspace string, cfg Config, apiKey string) []map[string]
 		// No labels on the Namespace: an operator may run the agent in a namespace that other things
 		// share, and applying the manifest should not relabel it.
 		{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}},
-		{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta(Name, true)},
+		{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": kept(Name, true)},
 		{
 			// The agent installs whatever its cluster's GitRepos deploy: CRDs, cluster roles, objects in any
 			// namespace. As Fleet's agent, it is bound to cluster-admin; narrower rights would fail
 			// deployments at apply time, far from the registration that could have said so. The binding is
 			// named after the namespace so that two agents (two installations) in one cluster keep theirs.
 			"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-			"metadata": meta(Name+"-"+ns, false),
+			"metadata": kept(Name+"-"+ns, false),
 			"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
 			"subjects": []any{map[string]any{"kind": "ServiceAccount", "name": Name, "namespace": ns}},
 		},
 		{"apiVersion": "v1", "kind": "Secret", "metadata": meta(Name, true), "type": "Opaque", "data": data},
 		{
-			"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta(Name, true),
+			"apiVersion": "apps/v1", "kind": "Deployment", "metadata": kept(Name, true),
 			"spec": map[string]any{
 				"replicas": 1,
 				// Recreate: the old agent is gone before the new one polls, so two agents of one cluster

@@ -182,6 +182,12 @@ func TestTheKeptObjectsAreTheManifestsWithoutNamespaceAndSecret(t *testing.T) {
 	for kind, doc := range keptDocs {
 		require.Equal(t, string(fullDocs[kind]), string(doc), kind)
 	}
+	var dep appsv1.Deployment
+	require.NoError(t, yaml.Unmarshal(keptDocs["Deployment"], &dep))
+	require.Equal(t, map[string]string{"meta.helm.sh/release-name": "flotilla-agent", "meta.helm.sh/release-namespace": "flotilla-system"},
+		dep.Annotations, "Helm's ownership is there before Helm adopts it")
+	require.Equal(t, "Helm", dep.Labels["app.kubernetes.io/managed-by"])
+	require.NotContains(t, dep.Spec.Template.Labels, "app.kubernetes.io/managed-by", "the pod template is what the Deployment rolls on")
 	require.NotContains(t, string(kept), "TEMPORAL_API_KEY")
 	require.NotContains(t, string(kept), base64.StdEncoding.EncodeToString([]byte(key)))
 }
