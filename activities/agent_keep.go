@@ -30,6 +30,8 @@ func (a *Activities) KeepAgent(ctx context.Context, in api.KeepAgentInput) (api.
 		return api.KeepAgentResult{}, err
 	}
 	name := fleet.DisplayName(in.Workspace, in.Cluster)
+	stop := heartbeatEvery(ctx, 3*time.Second)
+	defer stop()
 	st, err := cl.Observe(ctx, in.Namespace, api.AgentReleaseName)
 	if err != nil {
 		return api.KeepAgentResult{}, a.clusterError(name, err)

@@ -33,6 +33,10 @@ func TestTheAgentsDeploymentRollsOnlyWhenItsConfigurationChanges(t *testing.T) {
 	})
 	require.Equal(t, 1, first.Revision)
 	require.False(t, first.LastApplied.IsZero())
+	require.Eventually(t, func() bool {
+		return s.CountWorkflows("WorkflowType = '"+api.AgentWorkflowType+"' AND "+api.SearchAttrCluster+" = 'e' AND "+
+			api.SearchAttrNamespace+" = 'fleet-default' AND ExecutionStatus = 'Running'") == 1
+	}, 30*time.Second, 200*time.Millisecond, "the Web UI finds the workflow by its cluster")
 
 	deployments := s.Kube("e").AppsV1().Deployments("flotilla-system")
 	dep, err := deployments.Get(ctx, "flotilla-agent", metav1.GetOptions{})

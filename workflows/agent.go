@@ -91,8 +91,11 @@ func (k *agentKeeper) check(ctx workflow.Context) (time.Duration, bool) {
 		TaskQueue:              api.AgentTaskQueue(workflow.GetInfo(ctx).TaskQueueName, k.in.Workspace, k.in.Cluster),
 		ScheduleToStartTimeout: agentPresenceMax,
 		StartToCloseTimeout:    observeTimeout,
-		RetryPolicy:            retries(2),
-		Summary:                "keep the agent of " + k.name(),
+		// An agent killed during a check (as its own rollout kills it) is seen gone within a heartbeat, not
+		// a StartToClose later: the loop, and the change signals waiting on it, go on.
+		HeartbeatTimeout: heartbeat,
+		RetryPolicy:      retries(2),
+		Summary:          "keep the agent of " + k.name(),
 	})
 	var res api.KeepAgentResult
 	err := workflow.ExecuteActivity(actx, api.ActivityKeepAgent, api.KeepAgentInput{Workspace: k.in.Workspace, Cluster: k.in.Cluster,
