@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/flotilla-gitops/flotilla/api"
@@ -84,4 +85,12 @@ func TestTheAgentsDeploymentRollsOnlyWhenItsConfigurationChanges(t *testing.T) {
 		env[e.Name] = e.Value
 	}
 	require.Equal(t, "debug", env["FLOTILLA_LOG_LEVEL"])
+
+	// Removing the cluster ends the workflow that kept its agent.
+	res := s.CLIWithin(time.Minute, "cluster", "remove", "e")
+	require.Equal(t, 0, res.ExitCode, res.Stderr)
+	require.Eventually(t, func() bool {
+		d, err := s.Client.DescribeWorkflowExecution(ctx, id, "")
+		return err == nil && d.WorkflowExecutionInfo.Status == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
+	}, 30*time.Second, 200*time.Millisecond, "the AgentWorkflow ended with its cluster")
 }
