@@ -21,6 +21,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/fleet/plan"
 	"github.com/flotilla-gitops/flotilla/fleet/target"
+	"github.com/flotilla-gitops/flotilla/internal/agentmanifest"
 	"github.com/flotilla-gitops/flotilla/internal/chartcheck"
 	"github.com/flotilla-gitops/flotilla/internal/chartload"
 	"github.com/flotilla-gitops/flotilla/internal/charts"
@@ -55,6 +56,10 @@ type Activities struct {
 	HelmCreds chartload.Secrets
 	// Content keeps the packages Prepare makes for agent-mode clusters, by digest (management side).
 	Content *content.Store
+	// Installation is what the agents of this installation's clusters default to (the worker's own Temporal
+	// address, namespace and task queue, and its version for the image tag): AgentDesired makes their
+	// effective configuration with it, as `flotilla agent manifest` does with the CLI's settings.
+	Installation agentmanifest.Installation
 	// Local, set in a flotilla-agent only, is the one cluster this process runs in (pull mode): its
 	// activities apply the management side's prepared renderings to it and reach no other.
 	Local *LocalCluster

@@ -27,6 +27,7 @@ func (a *Activities) Register(r Registry) {
 		{api.ActivityNotifyGitRepos, a.NotifyGitRepos},
 		{api.ActivityPrepare, a.Prepare},
 		{api.ActivityReadContent, a.ReadContent},
+		{api.ActivityAgentDesired, a.AgentDesired},
 	} {
 		r.RegisterActivityWithOptions(act.fn, activity.RegisterOptions{Name: act.name})
 	}
@@ -41,6 +42,7 @@ func (a *Activities) RegisterAgent(r Registry) {
 		{api.ActivityObserve, a.Observe},
 		{api.ActivityApply, a.Apply},
 		{api.ActivityUninstall, a.Uninstall},
+		{api.ActivityKeepAgent, a.KeepAgent},
 	} {
 		r.RegisterActivityWithOptions(act.fn, activity.RegisterOptions{Name: act.name})
 	}

@@ -54,9 +54,18 @@ func (r nameRegistry) RegisterActivityWithOptions(fn any, o activity.RegisterOpt
 	r[o.Name] = fn
 }
 
+// registeredNames are the activities the worker registers and those only an agent runs (KeepAgent), each
+// registered by the process that polls the queue its workflows send it to.
 func registeredNames(t *testing.T) nameRegistry {
 	r := nameRegistry{}
 	(&Activities{}).Register(r)
+	agent := nameRegistry{}
+	(&Activities{}).RegisterAgent(agent)
+	for name, fn := range agent {
+		if _, both := r[name]; !both {
+			r[name] = fn
+		}
+	}
 	return r
 }
 

@@ -26,10 +26,7 @@ import (
 // manifest` names when the cluster names none; "" for a build that knows no commit, whose agent manifest
 // then needs --agent-image.
 func cliVersion() string {
-	if v := version.String(); v != "dev" {
-		return v
-	}
-	return ""
+	return version.ImageTag()
 }
 
 func newAgentCmd(g *globals) *cobra.Command {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
+	"github.com/flotilla-gitops/flotilla/internal/agentkeeper"
 	"github.com/flotilla-gitops/flotilla/inventory"
 )
 
@@ -68,7 +69,11 @@ func newClusterAddCmd(g *globals) *cobra.Command {
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), changeMessage("cluster", fleet.DisplayName(c.Metadata.Namespace, c.Metadata.Name), res))
-			return nil
+			// Its AgentWorkflow applies a changed agent setting now, and ends for a cluster that left agent mode.
+			if c.Spec.Agent != nil {
+				return agentkeeper.Ensure(ctx, cl, g.taskQueue, c.Metadata.Namespace, c.Metadata.Name)
+			}
+			return agentkeeper.Check(ctx, cl, g.taskQueue, c.Metadata.Namespace, c.Metadata.Name)
 		},
 	}
 	f.add(cmd.Flags())

@@ -15,6 +15,7 @@ import (
 
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
+	"github.com/flotilla-gitops/flotilla/internal/agentkeeper"
 	"github.com/flotilla-gitops/flotilla/internal/searchattr"
 	"github.com/flotilla-gitops/flotilla/internal/visibility"
 	"github.com/flotilla-gitops/flotilla/inventory"
@@ -99,6 +100,11 @@ func newClusterRemoveCmd(g *globals) *cobra.Command {
 			ctx, cancel = g.ctx()
 			defer cancel()
 			if _, err := g.updateInventory(ctx, c, api.UpdateRemoveCluster, inventory.RemoveInput{Name: name, Namespace: ns}); err != nil {
+				return err
+			}
+			// An agent-mode cluster's AgentWorkflow ends now rather than at its next resync; the agent and its
+			// release stay in the cluster, as every object of a forgotten cluster does.
+			if err := agentkeeper.Check(ctx, c, g.taskQueue, ns, name); err != nil {
 				return err
 			}
 			if len(holders) > 0 {

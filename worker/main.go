@@ -25,6 +25,8 @@ import (
 	"github.com/flotilla-gitops/flotilla/activities"
 	"github.com/flotilla-gitops/flotilla/agentclient"
 	"github.com/flotilla-gitops/flotilla/api"
+	"github.com/flotilla-gitops/flotilla/internal/agentkeeper"
+	"github.com/flotilla-gitops/flotilla/internal/agentmanifest"
 	"github.com/flotilla-gitops/flotilla/internal/chartcheck"
 	"github.com/flotilla-gitops/flotilla/internal/charts"
 	"github.com/flotilla-gitops/flotilla/internal/content"
@@ -32,6 +34,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/internal/gitcache"
 	"github.com/flotilla-gitops/flotilla/internal/searchattr"
 	"github.com/flotilla-gitops/flotilla/internal/temporalconn"
+	"github.com/flotilla-gitops/flotilla/internal/version"
 	"github.com/flotilla-gitops/flotilla/internal/workeropts"
 	"github.com/flotilla-gitops/flotilla/internal/zaplog"
 	"github.com/flotilla-gitops/flotilla/webhook"
@@ -107,6 +110,7 @@ func run() error {
 	w.RegisterWorkflow(workflows.ClusterWorkflow)
 	w.RegisterWorkflow(workflows.InventoryWorkflow)
 	w.RegisterWorkflow(workflows.ContentWorkflow)
+	w.RegisterWorkflow(workflows.AgentWorkflow)
 	acts := &activities.Activities{
 		Git:        cache,
 		Clusters:   agentclient.NewPool(log.Named("agentclient")),
@@ -122,6 +126,10 @@ func run() error {
 		HelmQPS:           float32(cfg.helmQPS), HelmBurst: cfg.helmBurst,
 		// The packages agents fetch (pull mode); any worker can make one again, so losing them costs a render.
 		Content: &content.Store{Dir: filepath.Join(cfg.cacheDir, "content")},
+		// The agents it keeps dial what this worker dials, unless their registration names their own; the
+		// CLI's `agent manifest` defaults to its own settings the same way (ADR 23).
+		Installation: agentmanifest.Installation{TemporalAddress: cfg.address, TemporalNamespace: cfg.temporalNamespace,
+			TaskQueue: cfg.taskQueue, Version: version.ImageTag()},
 	}
 	acts.Register(w)
 
@@ -156,6 +164,9 @@ func run() error {
 		return err
 	}
 	defer w.Stop()
+	keepCtx, stopKeeping := context.WithCancel(context.Background())
+	defer stopKeeping()
+	go keepAgents(keepCtx, c, inv, cfg.taskQueue, log)
 	<-stop
 	log.Info("worker stopping")
 	return nil
@@ -174,6 +185,39 @@ func ensureInventory(c client.Client, taskQueue string) error {
 		return fmt.Errorf("starting the inventory workflow: %w", err)
 	}
 	return nil
+}
+
+// keepAgents has every agent-mode cluster's AgentWorkflow check now, starting those that do not run: the
+// registrations made before this version are kept from its first start, and an agent whose configuration
+// changed with the worker (its default image, the worker's Temporal settings) is redeployed once. It runs
+// once the worker polls, since reading the inventory is a query this worker answers, and retries for a
+// while: a worker starting beside its Temporal may find it slow to answer.
+func keepAgents(ctx context.Context, c client.Client, inv activities.TemporalInventory, taskQueue string, log *zap.Logger) {
+	delay := time.Second
+	for attempt := 1; ; attempt++ {
+		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		clusters, err := inv.Read(rctx)
+		kept := 0
+		if err == nil {
+			kept, err = agentkeeper.EnsureAll(rctx, c, taskQueue, clusters)
+		}
+		cancel()
+		if err == nil {
+			log.Info("agents kept", zap.Int("clusters", kept))
+			return
+		}
+		if attempt == 10 {
+			log.Warn("agents not kept; each is on its next `cluster add`", zap.Error(err))
+			return
+		}
+		log.Info("keeping agents; retrying", zap.Int("attempt", attempt), zap.Error(err))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 30*time.Second)
+	}
 }
 
 // servePprof serves profiles for finding where the worker's time goes (the benchmarks use it). Profiles

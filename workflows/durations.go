@@ -17,6 +17,11 @@ const (
 	// DefaultResyncInterval bounds how long a lost signal, a terminated cluster workflow or an inventory
 	// change missed by polling can go unnoticed: the GitRepo re-plans and re-checks its children this often.
 	DefaultResyncInterval = 5 * time.Minute
+	// AgentResyncInterval is how often an AgentWorkflow checks its agent's release when nothing signals it:
+	// it bounds how long a release changed or deleted by hand goes unrepaired. agentRetryFirst is the first
+	// retry of a failed check (an absent agent), doubling up to AgentResyncInterval.
+	AgentResyncInterval = 5 * time.Minute
+	agentRetryFirst     = 15 * time.Second
 	// DefaultRolloutWindow is how many clusters may be applying a new desired state at once.
 	DefaultRolloutWindow = 200
 	// AckTimeout frees a rollout-window slot whose cluster has not answered, so a hung cluster holds no one hostage.

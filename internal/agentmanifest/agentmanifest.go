@@ -28,6 +28,9 @@ import (
 // Name is the name of the agent's ServiceAccount, Secret and Deployment in its namespace.
 const Name = "flotilla-agent"
 
+// ReleaseName is the Helm release Flotilla keeps the agent's objects in (api.AgentReleaseName).
+const ReleaseName = "flotilla-agent"
+
 // Defaults of the settings that do not depend on the installation.
 const (
 	DefaultNamespace               = "flotilla-system"
@@ -120,8 +123,8 @@ func ConfigDigest(cfg Config) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// AnnotationConfigDigest on the agent's pod template carries ConfigDigest: the Temporal settings live in a
-// Secret, and a changed Secret alone does not restart the pods that read it through envFrom.
+// AnnotationConfigDigest on the agent's pod template carries ConfigDigest, so that `kubectl describe` shows
+// which configuration a pod runs; the kept release records the same digest as a release label.
 const AnnotationConfigDigest = "flotilla.dev/agent-config-digest"
 
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
@@ -168,23 +171,34 @@ func Objects(cluster, workspace string, cfg Config, apiKey string) []map[string]
 		}
 		return m
 	}
-	secret := map[string]string{
-		"TEMPORAL_ADDRESS":    cfg.TemporalAddress,
-		"TEMPORAL_NAMESPACE":  cfg.TemporalNamespace,
-		"FLOTILLA_TASK_QUEUE": cfg.TaskQueue,
-		"FLOTILLA_CLUSTER":    cluster,
-		"FLOTILLA_WORKSPACE":  workspace,
+	// The objects Flotilla keeps as the agent's release (KeptObjects) carry from the start the ownership
+	// Helm writes when it adopts them: adoption then changes nothing, not even the Deployment's annotations,
+	// whose change alone would bump its generation.
+	kept := func(name string, namespaced bool) map[string]any {
+		m := meta(name, namespaced)
+		owned := map[string]any{"app.kubernetes.io/managed-by": "Helm"}
+		for k, v := range labels {
+			owned[k] = v
+		}
+		m["labels"] = owned
+		m["annotations"] = map[string]any{"meta.helm.sh/release-name": ReleaseName, "meta.helm.sh/release-namespace": ns}
+		return m
 	}
-	if apiKey != "" {
-		secret["TEMPORAL_API_KEY"] = apiKey
-	}
-	// data rather than stringData: `kubectl apply` merges stringData into data, so a key dropped from
-	// stringData (an API key no longer given) would stay in the Secret.
+	// The Secret holds the API key and nothing else: every other setting is plain env on the Deployment,
+	// so that a changed setting is a changed Deployment (one rollout), and the release Flotilla keeps
+	// (KeptObjects) carries no credential.
 	data := map[string]any{}
-	for k, v := range secret {
-		data[k] = base64.StdEncoding.EncodeToString([]byte(v))
+	if apiKey != "" {
+		// data rather than stringData: `kubectl apply` merges stringData into data, so a key dropped from
+		// stringData (an API key no longer given) would stay in the Secret.
+		data["TEMPORAL_API_KEY"] = base64.StdEncoding.EncodeToString([]byte(apiKey))
 	}
 	env := []any{
+		envVar("TEMPORAL_ADDRESS", cfg.TemporalAddress),
+		envVar("TEMPORAL_NAMESPACE", cfg.TemporalNamespace),
+		envVar("FLOTILLA_TASK_QUEUE", cfg.TaskQueue),
+		envVar("FLOTILLA_CLUSTER", cluster),
+		envVar("FLOTILLA_WORKSPACE", workspace),
 		envVar("FLOTILLA_LOG_LEVEL", cfg.LogLevel),
 		envVar("FLOTILLA_MAX_CONCURRENT_ACTIVITIES", strconv.Itoa(cfg.MaxConcurrentActivities)),
 		envVar("FLOTILLA_HELM_QPS", strconv.FormatFloat(cfg.HelmQPS, 'g', -1, 64)),
@@ -197,20 +211,20 @@ func Objects(cluster, workspace string, cfg Config, apiKey string) []map[string]
 		// No labels on the Namespace: an operator may run the agent in a namespace that other things
 		// share, and applying the manifest should not relabel it.
 		{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}},
-		{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta(Name, true)},
+		{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": kept(Name, true)},
 		{
 			// The agent installs whatever its cluster's GitRepos deploy: CRDs, cluster roles, objects in any
 			// namespace. As Fleet's agent, it is bound to cluster-admin; narrower rights would fail
 			// deployments at apply time, far from the registration that could have said so. The binding is
 			// named after the namespace so that two agents (two installations) in one cluster keep theirs.
 			"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-			"metadata": meta(Name+"-"+ns, false),
+			"metadata": kept(Name+"-"+ns, false),
 			"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
 			"subjects": []any{map[string]any{"kind": "ServiceAccount", "name": Name, "namespace": ns}},
 		},
 		{"apiVersion": "v1", "kind": "Secret", "metadata": meta(Name, true), "type": "Opaque", "data": data},
 		{
-			"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta(Name, true),
+			"apiVersion": "apps/v1", "kind": "Deployment", "metadata": kept(Name, true),
 			"spec": map[string]any{
 				"replicas": 1,
 				// Recreate: the old agent is gone before the new one polls, so two agents of one cluster
@@ -235,7 +249,10 @@ func Objects(cluster, workspace string, cfg Config, apiKey string) []map[string]
 							"name":    "agent",
 							"image":   cfg.Image,
 							"command": []any{"/flotilla-agent"},
-							"envFrom": []any{map[string]any{"secretRef": map[string]any{"name": Name}}},
+							// Optional: an agent that dials without an API key needs no Secret, and a Secret
+							// deleted by mistake does not keep the agent from starting. env wins over envFrom,
+							// so a Secret from an older manifest that still holds settings changes nothing.
+							"envFrom": []any{map[string]any{"secretRef": map[string]any{"name": Name, "optional": true}}},
 							"env":     env,
 							"securityContext": map[string]any{
 								"allowPrivilegeEscalation": false,
@@ -262,8 +279,34 @@ func YAML(cluster, workspace string, cfg Config, apiKey string) ([]byte, error) 
 	if err := Check(cluster, workspace, cfg); err != nil {
 		return nil, err
 	}
+	return stream(cluster, Objects(cluster, workspace, cfg, apiKey))
+}
+
+// KeptObjects are the objects Flotilla keeps as the agent's release (ADR 23): Objects without the
+// Namespace, which holds the release and outlives it, and without the Secret, the one place of the API
+// key, which therefore never travels through Temporal. Each is the very object Objects makes, so adopting
+// what the operator applied changes none of their specs.
+func KeptObjects(cluster, workspace string, cfg Config) []map[string]any {
+	var out []map[string]any
+	for _, o := range Objects(cluster, workspace, cfg, "") {
+		if k := o["kind"]; k != "Namespace" && k != "Secret" {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// KeptYAML is KeptObjects as one YAML stream, each document byte for byte the one YAML prints.
+func KeptYAML(cluster, workspace string, cfg Config) ([]byte, error) {
+	if err := Check(cluster, workspace, cfg); err != nil {
+		return nil, err
+	}
+	return stream(cluster, KeptObjects(cluster, workspace, cfg))
+}
+
+func stream(cluster string, objects []map[string]any) ([]byte, error) {
 	var b bytes.Buffer
-	for i, o := range Objects(cluster, workspace, cfg, apiKey) {
+	for i, o := range objects {
 		doc, err := yaml.Marshal(o)
 		if err != nil {
 			return nil, fmt.Errorf("cluster %q: agent %s: %w", cluster, o["kind"], err)

@@ -106,12 +106,15 @@ func TestTheManifestIsTheAgentsKubernetesObjects(t *testing.T) {
 	require.True(t, *c.SecurityContext.ReadOnlyRootFilesystem)
 	require.False(t, *c.SecurityContext.AllowPrivilegeEscalation)
 	require.Equal(t, "flotilla-agent", c.EnvFrom[0].SecretRef.Name)
+	require.True(t, *c.EnvFrom[0].SecretRef.Optional, "an agent without an API key needs no Secret")
 	env := map[string]string{}
 	for _, e := range c.Env {
 		env[e.Name] = e.Value
 	}
-	require.Equal(t, map[string]string{"FLOTILLA_LOG_LEVEL": "debug", "FLOTILLA_MAX_CONCURRENT_ACTIVITIES": "8",
-		"FLOTILLA_HELM_QPS": "12.5", "FLOTILLA_HELM_BURST": "100", "HOME": "/tmp"}, env)
+	require.Equal(t, map[string]string{"TEMPORAL_ADDRESS": "temporal.example.com:7233", "TEMPORAL_NAMESPACE": "prod",
+		"FLOTILLA_TASK_QUEUE": "flotilla", "FLOTILLA_CLUSTER": "edge-1", "FLOTILLA_WORKSPACE": "fleet-default",
+		"FLOTILLA_LOG_LEVEL": "debug", "FLOTILLA_MAX_CONCURRENT_ACTIVITIES": "8",
+		"FLOTILLA_HELM_QPS": "12.5", "FLOTILLA_HELM_BURST": "100", "HOME": "/tmp"}, env, "every setting that is no secret is plain env")
 	require.False(t, c.Resources.Requests.Cpu().IsZero())
 
 	var crb rbacv1.ClusterRoleBinding
@@ -121,12 +124,7 @@ func TestTheManifestIsTheAgentsKubernetesObjects(t *testing.T) {
 
 	var sec corev1.Secret
 	require.NoError(t, yaml.Unmarshal(docs["Secret"], &sec))
-	got := map[string]string{}
-	for k, v := range sec.Data {
-		got[k] = string(v)
-	}
-	require.Equal(t, map[string]string{"TEMPORAL_ADDRESS": "temporal.example.com:7233", "TEMPORAL_NAMESPACE": "prod",
-		"FLOTILLA_TASK_QUEUE": "flotilla", "FLOTILLA_CLUSTER": "edge-1", "FLOTILLA_WORKSPACE": "fleet-default"}, got)
+	require.Empty(t, sec.Data, "without an API key the Secret holds nothing")
 
 	again, err := YAML("edge-1", "fleet-default", cfg, "")
 	require.NoError(t, err)
@@ -166,4 +164,30 @@ func TestWhatCannotMakeAnAgentIsRefused(t *testing.T) {
 	noVersion.Image = "flotilla:dev"
 	_, err = YAML("edge-1", "", noVersion, "")
 	require.NoError(t, err)
+}
+
+// The release Flotilla keeps is the manifest without its Namespace and Secret, and its Deployment is byte
+// for byte the one the operator applied: adopting it changes no spec, so it rolls nothing.
+func TestTheKeptObjectsAreTheManifestsWithoutNamespaceAndSecret(t *testing.T) {
+	const key = "tmprl-api-key-0123456789"
+	cfg := Effective(fleet.ClusterAgent{LogLevel: "debug"}, inst)
+	full, err := YAML("edge-1", "team-a", cfg, key)
+	require.NoError(t, err)
+	kept, err := KeptYAML("edge-1", "team-a", cfg)
+	require.NoError(t, err)
+	fullDocs, keptDocs := objects(t, full), objects(t, kept)
+	require.Len(t, keptDocs, 3)
+	require.NotContains(t, keptDocs, "Secret")
+	require.NotContains(t, keptDocs, "Namespace")
+	for kind, doc := range keptDocs {
+		require.Equal(t, string(fullDocs[kind]), string(doc), kind)
+	}
+	var dep appsv1.Deployment
+	require.NoError(t, yaml.Unmarshal(keptDocs["Deployment"], &dep))
+	require.Equal(t, map[string]string{"meta.helm.sh/release-name": "flotilla-agent", "meta.helm.sh/release-namespace": "flotilla-system"},
+		dep.Annotations, "Helm's ownership is there before Helm adopts it")
+	require.Equal(t, "Helm", dep.Labels["app.kubernetes.io/managed-by"])
+	require.NotContains(t, dep.Spec.Template.Labels, "app.kubernetes.io/managed-by", "the pod template is what the Deployment rolls on")
+	require.NotContains(t, string(kept), "TEMPORAL_API_KEY")
+	require.NotContains(t, string(kept), base64.StdEncoding.EncodeToString([]byte(key)))
 }

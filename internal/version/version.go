@@ -38,3 +38,13 @@ func String() string {
 	}
 	return "dev-" + rev
 }
+
+// ImageTag is the tag of the agent image this build defaults to: its version, or "" for a build that knows
+// no commit, whose agents then need an image named at registration. The CLI (`flotilla agent manifest`)
+// and the worker (the agent it keeps) take it from here, so both name the same image.
+func ImageTag() string {
+	if v := String(); v != "dev" {
+		return v
+	}
+	return ""
+}
