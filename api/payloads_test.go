@@ -22,7 +22,8 @@ var payloads = []any{
 	NotifyGitReposInput{}, NotifyGitReposResult{},
 	GitRepoStatus{}, ClusterStatus{}, BundleStatus{}, Summary{},
 	SetPollingIntervalInput{}, SetPollingIntervalResult{}, ApproveRemovalInput{}, ApproveRemovalResult{},
-	PrepareInput{}, PrepareResult{}, PreparedBundle{}, ReadContentInput{},
+	PrepareInput{}, PrepareResult{}, PreparedBundle{}, ReadContentInput{}, ContentChunk{},
+	AgentWorkflowInput{}, AgentStatus{}, AgentDesiredInput{}, AgentDesired{}, KeepAgentInput{}, KeepAgentResult{},
 }
 
 // Recorded histories hold these payloads and scripts parse `flotilla status -o json`: a renamed JSON key,
