@@ -262,9 +262,11 @@ func aggregate(st *api.GitRepoStatus) {
 			parts = append(parts, fmt.Sprintf("and %d more", len(bad)-10))
 			break
 		}
-		m := fmt.Sprintf("cluster %q: %s", f.name, f.state)
+		prefix := fmt.Sprintf("cluster %q: ", f.name)
+		m := prefix + f.state
 		if f.msg != "" {
-			m = fmt.Sprintf("cluster %q: %s", f.name, f.msg)
+			// A cluster's own message may already name it (unreachable, offline): once is enough.
+			m = prefix + strings.TrimPrefix(f.msg, prefix)
 		}
 		parts = append(parts, m)
 	}
