@@ -53,23 +53,14 @@ func newAgentManifestCmd(g *globals) *cobra.Command {
 					return fmt.Errorf("--api-key-file %s: the file is empty", apiKeyFile)
 				}
 			}
-			cl, err := g.dial()
-			if err != nil {
+			return g.withInventory(func(_ context.Context, _ client.Client, inv inventory.Inventory) error {
+				out, err := agentManifest(inv, g.workspace(), args[0], g.installation(), apiKey)
+				if err != nil {
+					return err
+				}
+				_, err = cmd.OutOrStdout().Write(out)
 				return err
-			}
-			defer cl.Close()
-			ctx, cancel := g.ctx()
-			defer cancel()
-			inv, err := g.readInventory(ctx, cl)
-			if err != nil {
-				return err
-			}
-			out, err := agentManifest(inv, g.workspace(), args[0], g.installation(), apiKey)
-			if err != nil {
-				return err
-			}
-			_, err = cmd.OutOrStdout().Write(out)
-			return err
+			})
 		},
 	}
 	cmd.Flags().StringVar(&apiKeyFile, "api-key-file", "", "file holding the Temporal API key the agent dials with (it goes into the agent's Secret only)")
@@ -96,6 +87,22 @@ func agentManifest(inv inventory.Inventory, ws, name string, inst agentmanifest.
 }
 
 // readInventory queries the inventory workflow of this installation.
+// withInventory dials, reads the inventory and calls fn with both, within the request timeout.
+func (g *globals) withInventory(fn func(ctx context.Context, cl client.Client, inv inventory.Inventory) error) error {
+	cl, err := g.dial()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := g.ctx()
+	defer cancel()
+	inv, err := g.readInventory(ctx, cl)
+	if err != nil {
+		return err
+	}
+	return fn(ctx, cl, inv)
+}
+
 func (g *globals) readInventory(ctx context.Context, c client.Client) (inventory.Inventory, error) {
 	var inv inventory.Inventory
 	v, err := c.QueryWorkflow(ctx, api.InventoryWorkflowID(g.taskQueue), "", api.QueryInventory)

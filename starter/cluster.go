@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"go.temporal.io/sdk/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-gitops/flotilla/api"
@@ -149,22 +151,13 @@ func newClusterListCmd(g *globals) *cobra.Command {
 		Short: "List the clusters registered in a workspace (-n, default fleet-default; -A: every workspace)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, err := g.dial()
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			ctx, cancel := g.ctx()
-			defer cancel()
-			inv, err := g.readInventory(ctx, cl)
-			if err != nil {
-				return err
-			}
-			if !all {
-				inv = inv.InWorkspace(g.workspace())
-			}
-			agents := describeAgents(ctx, cl, g.taskQueue, inv.Clusters)
-			return printClusters(cmd.OutOrStdout(), g.output, all, inv, agents, time.Now())
+			return g.withInventory(func(ctx context.Context, cl client.Client, inv inventory.Inventory) error {
+				if !all {
+					inv = inv.InWorkspace(g.workspace())
+				}
+				agents := describeAgents(ctx, cl, g.taskQueue, inv.Clusters)
+				return printClusters(cmd.OutOrStdout(), g.output, all, inv, agents, time.Now())
+			})
 		},
 	}
 	addOutputFlag(cmd, g)
