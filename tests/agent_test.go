@@ -220,3 +220,42 @@ func bigManifestsBundle(size int) map[string]string {
 	}
 	return files
 }
+
+// Two workers share the installation's queue, each with caches of its own, as two machines would: any task
+// may land on either (an agent's package fetch too, which a worker that never rendered the package serves
+// by rendering it again), and when one worker is killed in the middle of a rollout the other finishes it
+// with no Helm revision more than the commits given.
+func TestTwoWorkersShareTheWorkAndEitherServesAnAgent(t *testing.T) {
+	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "k"}, {Name: "e"}}})
+	other := s.StartOtherWorker("b")
+	const bundles = 8
+	repo := s.NewRepo(configMapBundles(bundles, "v0"))
+	s.AddCluster("k", "k", map[string]string{"fleet": "yes"}, nil)
+	s.AddAgentCluster("e", map[string]string{"fleet": "yes"}, nil)
+	s.StartAgent("e", "e")
+	s.StartGitRepo(workflows.GitRepoInput{
+		GitRepo: fleet.GitRepo{Metadata: fleet.ObjectMeta{Name: "shared"}, Spec: fleet.GitRepoSpec{
+			Repo: repo.URL(), Branch: "main", PollingInterval: "1s", Paths: []string{"bundles"},
+			Targets: []fleet.GitTarget{{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"fleet": "yes"}}}},
+		}},
+		Flotilla: &workflows.RunOptions{CheckInterval: "2s"},
+	})
+	s.WaitStatus("shared", 2*time.Minute, "both clusters Ready", harness.AllReady)
+
+	head := repo.Commit(configMapBundles(bundles, "v1"), "v1")
+	// Killed as soon as the new commit starts landing anywhere: the rollout is in flight.
+	require.Eventually(t, func() bool {
+		return s.ConfigMapData("k", "ns-b00", "cm-0")["version"] == "v1" || s.ConfigMapData("e", "ns-b00", "cm-0")["version"] == "v1"
+	}, 2*time.Minute, 20*time.Millisecond, "the rollout of v1 starts")
+	require.NoError(t, other.Kill())
+	s.WaitStatus("shared", 3*time.Minute, "both clusters Ready at v1 with one worker left", func(st api.GitRepoStatus) bool {
+		return harness.AllReady(st) && st.Commit == head
+	})
+	for _, backing := range []string{"k", "e"} {
+		for i := 0; i < bundles; i++ {
+			hist := s.History(backing, fmt.Sprintf("ns-b%02d", i), fmt.Sprintf("b%02d", i))
+			require.LessOrEqual(t, len(hist), 2, "%s bundle b%02d: revisions %v", backing, i, hist)
+			require.Equal(t, "v1", s.ConfigMapData(backing, fmt.Sprintf("ns-b%02d", i), "cm-0")["version"])
+		}
+	}
+}

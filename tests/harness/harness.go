@@ -143,6 +143,24 @@ func (s *Stack) StartWorker() {
 	s.Worker = w
 }
 
+// StartOtherWorker starts one more flotilla-worker on the stack's task queue, with a cache of its own, as a
+// second machine would run it. It is stopped when the test ends (and its log shown if the test failed);
+// the returned process may be stopped or killed before.
+func (s *Stack) StartOtherWorker(name string) *proc.Process {
+	s.t.Helper()
+	logFile := filepath.Join(s.Dir, "worker-"+name+".log")
+	w, err := devenv.StartWorker(devenv.WorkerOptions{Bin: BinDir(), Address: s.Temporal.Address(),
+		CacheDir: filepath.Join(s.Dir, "cache-"+name), LogFile: logFile, ExtraArgs: s.workerArgs})
+	require.NoError(s.t, err)
+	s.t.Cleanup(func() {
+		_ = w.Stop(5 * time.Second)
+		if s.t.Failed() {
+			dumpLog(s.t, logFile)
+		}
+	})
+	return w
+}
+
 // StartAgent starts a flotilla-agent for the fleet-default cluster name, with the kubeconfig of the local
 // cluster backing, which only the agent is given. It is stopped when the test ends (and its log shown if
 // the test failed); the returned process may be stopped or killed before.
