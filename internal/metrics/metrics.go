@@ -88,6 +88,18 @@ func New() *Registry {
 			Help: "Chart archives downloaded (cache misses), by scheme (https, http, oci) and result."}, []string{"scheme", "result"}),
 	}
 	reg.MustRegister(f.applies, f.applyDuration, f.observeDuration, f.gitDuration, f.gitErrors, f.chartFetches)
+	// Bounded label sets are seeded, so that "no failures" reads 0 rather than no data.
+	for _, action := range []string{"install", "upgrade", "rollback", "recover"} {
+		for _, r := range []string{ResultOK, ResultSkipped, ResultError} {
+			f.applies.WithLabelValues(action, r)
+			f.applyDuration.WithLabelValues(r)
+		}
+	}
+	for _, scheme := range []string{"https", "http", "oci"} {
+		for _, r := range []string{ResultOK, ResultError} {
+			f.chartFetches.WithLabelValues(scheme, r)
+		}
+	}
 	for _, op := range []string{GitLsRemote, GitCheckout} {
 		f.gitDuration.WithLabelValues(op)
 		f.gitErrors.WithLabelValues(op)

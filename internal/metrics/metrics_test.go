@@ -65,8 +65,6 @@ func TestFlotillaMetrics(t *testing.T) {
 func TestServe(t *testing.T) {
 	r := New()
 	r.Flotilla.Observe(time.Second)
-	r.Flotilla.Apply("install", ResultOK, time.Second)
-	r.Flotilla.ChartFetch("https", nil)
 	srv, err := r.Serve("127.0.0.1:0")
 	require.NoError(t, err)
 	defer srv.Close()
