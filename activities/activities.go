@@ -27,6 +27,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/internal/charts"
 	"github.com/flotilla-gitops/flotilla/internal/content"
 	"github.com/flotilla-gitops/flotilla/internal/gitcache"
+	"github.com/flotilla-gitops/flotilla/internal/metrics"
 	"github.com/flotilla-gitops/flotilla/internal/parallel"
 	"github.com/flotilla-gitops/flotilla/inventory"
 )
@@ -63,6 +64,8 @@ type Activities struct {
 	// Local, set in a flotilla-agent only, is the one cluster this process runs in (pull mode): its
 	// activities apply the management side's prepared renderings to it and reach no other.
 	Local *LocalCluster
+	// Metrics records applies, checks and git operations; nil records nothing.
+	Metrics *metrics.Flotilla
 
 	renders   renderCache
 	inventory inventoryCache
@@ -92,8 +95,11 @@ func (a *Activities) resolve(ctx context.Context, in api.PollInput) (string, err
 		_, commit, err := fleet.HelmOpDocument(in.HelmOp)
 		return commit, err
 	}
-	return a.Git.Resolve(ctx, gitcache.Remote{URL: in.Repo, Secret: in.ClientSecretName, CABundle: in.CABundle,
+	start := time.Now()
+	commit, err := a.Git.Resolve(ctx, gitcache.Remote{URL: in.Repo, Secret: in.ClientSecretName, CABundle: in.CABundle,
 		InsecureSkipTLSVerify: in.InsecureSkipTLSVerify}, in.Branch, in.Revision)
+	a.Metrics.Git(metrics.GitLsRemote, time.Since(start), err)
+	return commit, err
 }
 
 // checkout is the checkout of a commit, or a HelmOp's folder holding its fleet.yaml.
@@ -101,7 +107,10 @@ func (a *Activities) checkout(ctx context.Context, r gitcache.Remote, commit str
 	if helmOp != nil {
 		return a.helmOpCheckout(helmOp)
 	}
-	return a.Git.Checkout(ctx, r, commit)
+	start := time.Now()
+	dir, err := a.Git.Checkout(ctx, r, commit)
+	a.Metrics.Git(metrics.GitCheckout, time.Since(start), err)
+	return dir, err
 }
 
 // leavingOf is what a GitRepo of workspace ns needs to know of the inventory's leaving clusters: its own

@@ -13,6 +13,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/fleet/render"
 	"github.com/flotilla-gitops/flotilla/internal/chartcheck"
+	"github.com/flotilla-gitops/flotilla/internal/metrics"
 )
 
 // Apply performs the decided release actions. Each action first re-checks that the bundle still renders
@@ -51,8 +52,13 @@ func (a *Activities) Apply(ctx context.Context, in api.ApplyInput) (api.ApplyRes
 		}
 	}
 	err = a.forEach(len(in.Actions), func(i int) error {
+		start := time.Now()
 		r, err := a.applyBundle(ctx, h, in.Target, refs[in.Actions[i].Bundle], in.Actions[i])
 		res.Bundles[i] = r
+		// A lost cluster is retried as a whole and counted when it is applied, not once per bundle here.
+		if err == nil {
+			a.Metrics.Apply(string(in.Actions[i].Action), applyResult(r), time.Since(start))
+		}
 		return err
 	})
 	if err != nil {
@@ -177,6 +183,17 @@ func ApplyRequestFor(rel *render.Release, gitRepo api.GitRepoKey, cluster, commi
 		req.Force = true
 	}
 	return req
+}
+
+// applyResult is the result label of one bundle's apply.
+func applyResult(r api.BundleApplyResult) string {
+	switch {
+	case r.Error != "":
+		return metrics.ResultError
+	case r.Skipped:
+		return metrics.ResultSkipped
+	}
+	return metrics.ResultOK
 }
 
 // applyFailure keeps a failed action on its bundle, except a lost cluster, which fails the activity so

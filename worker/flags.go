@@ -34,6 +34,7 @@ type config struct {
 	webhookListen, webhookSecret string
 	webhookMaxBody               string
 	pprofListen                  string
+	metricsListen                string
 	// temporal is how to reach Temporal securely (--tls*, --api-key-file); see temporalSettings.
 	temporal temporalconn.Settings
 }
@@ -73,6 +74,8 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.IntVar(&c.helmBurst, "helm-burst", agentclient.DefaultBurst, "burst of requests to each cluster's API server")
 	fs.StringVar(&c.webhookListen, "webhook-listen", "", "serve git push webhooks on this host:port at "+webhook.Path+" (empty: off)")
 	fs.StringVar(&c.pprofListen, "pprof-listen", os.Getenv("FLOTILLA_PPROF_LISTEN"), "serve Go's pprof profiles on this loopback host:port at /debug/pprof/ (env FLOTILLA_PPROF_LISTEN; empty: off)")
+	fs.StringVar(&c.metricsListen, "metrics-listen", os.Getenv("FLOTILLA_METRICS_LISTEN"),
+		"serve Prometheus metrics on this host:port at /metrics (env FLOTILLA_METRICS_LISTEN; empty: off)")
 	fs.StringVar(&c.webhookSecret, "webhook-secret-file", os.Getenv("FLOTILLA_WEBHOOK_SECRET_FILE"), "file holding the webhook secret (env FLOTILLA_WEBHOOK_SECRET_FILE); required with --webhook-listen")
 	fs.StringVar(&c.webhookMaxBody, "webhook-max-body", envdefault.Or("FLOTILLA_WEBHOOK_MAX_BODY", resource.NewQuantity(webhook.DefaultMaxBody, resource.BinarySI).String()),
 		"largest webhook payload read, e.g. 4Mi or 1M (env FLOTILLA_WEBHOOK_MAX_BODY); a larger delivery is refused with 413 and waits for the next poll")

@@ -33,6 +33,23 @@ func TestTheWorkerPollsTheTaskQueueOfItsFlagOrEnvironment(t *testing.T) {
 	require.Equal(t, "flotilla-prod", c.taskQueue, "the flag wins over the environment")
 }
 
+// Metrics are off unless asked for, on the command line or in the environment.
+func TestTheWorkerServesMetricsWhereItIsTold(t *testing.T) {
+	t.Setenv("FLOTILLA_METRICS_LISTEN", "")
+	c, err := parse(t)
+	require.NoError(t, err)
+	require.Empty(t, c.metricsListen)
+
+	t.Setenv("FLOTILLA_METRICS_LISTEN", ":9090")
+	c, err = parse(t)
+	require.NoError(t, err)
+	require.Equal(t, ":9090", c.metricsListen)
+
+	c, err = parse(t, "--metrics-listen", "127.0.0.1:9091")
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1:9091", c.metricsListen, "the flag wins over the environment")
+}
+
 // The Temporal namespace is --temporal-namespace, as in the CLI, whose -n/--namespace is a GitRepo's
 // workspace; --namespace is no flag of the worker, so a script written for the old name stops at once.
 func TestTheWorkerTakesTheTemporalNamespaceAsTemporalNamespace(t *testing.T) {

@@ -1,6 +1,6 @@
 // Command flotilla-worker runs Flotilla's workflows and activities on its installation's task queue
-// (--task-queue, default `flotilla`) and, when asked, serves git push webhooks (--webhook-listen) and Go's
-// profiles (--pprof-listen). It also starts itself in a hidden mode to render a chart within hard limits before Helm does (internal/chartcheck).
+// (--task-queue, default `flotilla`) and, when asked, serves git push webhooks (--webhook-listen), Prometheus
+// metrics (--metrics-listen) and Go's profiles (--pprof-listen). It also starts itself in a hidden mode to render a chart within hard limits before Helm does (internal/chartcheck).
 package main
 
 import (
@@ -32,6 +32,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/internal/content"
 	"github.com/flotilla-gitops/flotilla/internal/credentials"
 	"github.com/flotilla-gitops/flotilla/internal/gitcache"
+	"github.com/flotilla-gitops/flotilla/internal/metrics"
 	"github.com/flotilla-gitops/flotilla/internal/searchattr"
 	"github.com/flotilla-gitops/flotilla/internal/temporalconn"
 	"github.com/flotilla-gitops/flotilla/internal/version"
@@ -76,6 +77,19 @@ func run() error {
 	// Pod's rollout, would otherwise exit before the frontend listens.
 	tlog := zaplog.NewAdapter(log.Named("temporal"))
 	conn := cfg.temporalSettings()
+	// Metrics listen before the dial, so a busy address stops the worker at once; the registry is made
+	// only when asked for, leaving the activities' metrics nil otherwise.
+	var reg *metrics.Registry
+	if cfg.metricsListen != "" {
+		reg = metrics.New()
+		srv, err := reg.Serve(cfg.metricsListen)
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+		conn.MetricsHandler = reg.SDK
+		log.Info("serving metrics", zap.String("address", srv.Addr))
+	}
 	log.Info("connecting to Temporal", zap.Stringer("temporal", conn))
 	c, err := temporalconn.Dial(context.Background(), conn, tlog)
 	if err != nil {
@@ -131,6 +145,10 @@ func run() error {
 		Installation: agentmanifest.Installation{TemporalAddress: cfg.address, TemporalNamespace: cfg.temporalNamespace,
 			TaskQueue: cfg.taskQueue, Version: version.ImageTag()},
 	}
+	if reg != nil {
+		acts.Metrics = reg.Flotilla
+		acts.Charts.Fetched = reg.Flotilla.ChartFetch
+	}
 	acts.Register(w)
 
 	stop := make(chan os.Signal, 1)
@@ -167,6 +185,9 @@ func run() error {
 	keepCtx, stopKeeping := context.WithCancel(context.Background())
 	defer stopKeeping()
 	go keepAgents(keepCtx, c, inv, cfg.taskQueue, log)
+	if reg != nil {
+		go reg.CountClusters(keepCtx, c, cfg.taskQueue, log.Named("metrics"))
+	}
 	<-stop
 	log.Info("worker stopping")
 	return nil

@@ -18,6 +18,7 @@ import (
 // config is the agent's command line; every flag defaults to its environment variable, which is how the
 // Deployment `flotilla agent manifest` prints configures it.
 type config struct {
+	metricsListen           string
 	cluster, workspace      string
 	kubeconfig, kubeContext string
 	address                 string
@@ -63,6 +64,8 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.StringVar(&c.temporalNamespace, "temporal-namespace", envdefault.TemporalNamespace(), "the same as --namespace, spelled as the worker spells it")
 	fs.StringVar(&c.taskQueue, "task-queue", envdefault.TaskQueue(), "the installation's task queue (env FLOTILLA_TASK_QUEUE); the agent polls its own queue derived from it")
 	fs.StringVar(&c.cacheDir, "cache-dir", envdefault.Or("FLOTILLA_CACHE_DIR", defaultCache), "where fetched packages are kept (env FLOTILLA_CACHE_DIR)")
+	fs.StringVar(&c.metricsListen, "metrics-listen", os.Getenv("FLOTILLA_METRICS_LISTEN"),
+		"serve Prometheus metrics on this host:port at /metrics (env FLOTILLA_METRICS_LISTEN; empty: off)")
 	fs.StringVar(&c.logLevel, "log-level", envdefault.Or("FLOTILLA_LOG_LEVEL", "info"), "debug, info, warn or error (env FLOTILLA_LOG_LEVEL)")
 	fs.BoolVar(&c.devLog, "dev-log", false, "human-readable logs instead of JSON")
 	fs.IntVar(&c.maxActivities, "max-concurrent-activities", envInt("FLOTILLA_MAX_CONCURRENT_ACTIVITIES", DefaultMaxConcurrentActivities),

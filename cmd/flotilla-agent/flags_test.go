@@ -24,6 +24,7 @@ func TestTheAgentTakesItsSettingsFromTheEnvironment(t *testing.T) {
 	t.Setenv("FLOTILLA_TASK_QUEUE", "prod")
 	t.Setenv("FLOTILLA_MAX_CONCURRENT_ACTIVITIES", "3")
 	t.Setenv("FLOTILLA_HELM_QPS", "12.5")
+	t.Setenv("FLOTILLA_METRICS_LISTEN", ":9090")
 	c, err := parse(t)
 	require.NoError(t, err)
 	require.Equal(t, "edge-7", c.cluster)
@@ -33,6 +34,7 @@ func TestTheAgentTakesItsSettingsFromTheEnvironment(t *testing.T) {
 	require.Equal(t, "prod", c.taskQueue)
 	require.Equal(t, 3, c.maxActivities)
 	require.Equal(t, 12.5, c.helmQPS)
+	require.Equal(t, ":9090", c.metricsListen)
 	require.Equal(t, DefaultHelmBurst, c.helmBurst, "an absent setting takes its default")
 
 	c, err = parse(t, "--max-concurrent-activities", "5")

@@ -26,6 +26,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/internal/chartcheck"
 	"github.com/flotilla-gitops/flotilla/internal/content"
+	"github.com/flotilla-gitops/flotilla/internal/metrics"
 	"github.com/flotilla-gitops/flotilla/internal/temporalconn"
 	"github.com/flotilla-gitops/flotilla/internal/version"
 	"github.com/flotilla-gitops/flotilla/internal/zaplog"
@@ -69,6 +70,18 @@ func run() error {
 	identity := api.AgentIdentity(version.String(), cfg.cluster, host)
 	conn := cfg.conn
 	conn.Address, conn.Namespace, conn.Identity = cfg.address, cfg.temporalNamespace, identity
+	// As in the worker, minus flotilla_clusters: counting is the management side's, which sees every cluster.
+	var reg *metrics.Registry
+	if cfg.metricsListen != "" {
+		reg = metrics.New()
+		srv, err := reg.Serve(cfg.metricsListen)
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+		conn.MetricsHandler = reg.SDK
+		log.Info("serving metrics", zap.String("address", srv.Addr))
+	}
 	log.Info("connecting to Temporal", zap.Stringer("connection", conn))
 	// Dial retries an unreachable server with backoff, then says which setting to fix.
 	c, err := temporalconn.Dial(context.Background(), conn, zaplog.NewAdapter(log.Named("temporal")))
@@ -93,6 +106,9 @@ func run() error {
 			Store: &content.Store{Dir: filepath.Join(cfg.cacheDir, "content")},
 			Fetch: fetcher(c, cfg.taskQueue),
 		},
+	}
+	if reg != nil {
+		acts.Metrics = reg.Flotilla
 	}
 	w := worker.New(c, queue, worker.Options{
 		MaxConcurrentActivityExecutionSize: cfg.maxActivities,

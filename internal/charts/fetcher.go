@@ -36,6 +36,9 @@ type Fetcher struct {
 	MaxArchiveBytes, MaxIndexBytes int64
 	// MemoryBytes bounds the expanded charts kept in memory (DefaultMemoryBytes when zero).
 	MemoryBytes int64
+	// Fetched, when set, is told of every archive download (a cache miss) and how it ended, for metrics;
+	// scheme is the URL's (https, http, oci).
+	Fetched func(scheme string, err error)
 
 	initOnce sync.Once
 	mu       sync.Mutex

@@ -62,6 +62,9 @@ func (f *Fetcher) archiveFiles(ctx context.Context, lock api.ChartLock, creds Cr
 			return files, nil
 		}
 		data, err := f.download(ctx, lock, creds)
+		if f.Fetched != nil {
+			f.Fetched(schemeOf(lock.URL), err)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -35,7 +35,7 @@ func (s Settings) ClientOptions(logger log.Logger) (client.Options, error) {
 	if s.TLS && s.TLSDisabled {
 		return client.Options{}, errors.New("TLS is both asked for and turned off: give --tls or --tls=false, not both")
 	}
-	opts := client.Options{HostPort: s.Address, Namespace: s.Namespace, Logger: logger, Identity: s.Identity}
+	opts := client.Options{HostPort: s.Address, Namespace: s.Namespace, Logger: logger, Identity: s.Identity, MetricsHandler: s.MetricsHandler}
 	if s.TLSDisabled {
 		if s.tlsFileGiven() {
 			return client.Options{}, fmt.Errorf("--tls=false (or %s=false) turns TLS off, yet %s configures it: drop one", EnvTLS, s.tlsFlagGiven())

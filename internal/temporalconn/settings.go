@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"go.temporal.io/sdk/client"
 )
 
 // Environment variables, spelled as Temporal's CLI and go.temporal.io/sdk/contrib/envconfig spell them,
@@ -62,6 +63,9 @@ type Settings struct {
 
 	// Identity is the client's identity on the server (workers' pollers show it); empty: the SDK's.
 	Identity string
+
+	// MetricsHandler receives the SDK's client and worker metrics; nil: none are recorded.
+	MetricsHandler client.MetricsHandler
 
 	// envErr is a TEMPORAL_TLS* boolean that does not parse, kept until ClientOptions reports it unless
 	// the flag it defaults is given.
