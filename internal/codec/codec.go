@@ -106,3 +106,29 @@ func (c *Codec) Decode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error
 	}
 	return out, nil
 }
+
+// keyless is the codec of a client given no key file: it writes payloads in clear as before, and meeting
+// an encrypted payload says which setting is missing instead of the SDK's "encoding is not supported".
+type keyless struct{}
+
+// Keyless is the PayloadCodec for a client without --codec-key-file.
+func Keyless() converter.PayloadCodec { return keyless{} }
+
+// KeylessDataConverter is the SDK's default converter with Keyless decoding.
+func KeylessDataConverter() converter.DataConverter {
+	return converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), keyless{})
+}
+
+func (keyless) Encode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error) {
+	return payloads, nil
+}
+
+func (keyless) Decode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error) {
+	for _, p := range payloads {
+		if string(p.GetMetadata()[converter.MetadataEncoding]) == MetadataEncodingEncrypted {
+			return nil, fmt.Errorf("payload encrypted with key ID %q, and no key file was given: give --codec-key-file (env %s) with the installation's keyring",
+				string(p.GetMetadata()[MetadataKeyID]), EnvKeyFile)
+		}
+	}
+	return payloads, nil
+}

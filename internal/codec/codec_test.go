@@ -153,3 +153,15 @@ func TestLoadReadsTheFileAndTheFirstKeyEncrypts(t *testing.T) {
 	_, err = Load(filepath.Join(t.TempDir(), "missing.yaml"))
 	require.ErrorContains(t, err, "missing.yaml")
 }
+
+func TestAClientWithoutKeysSaysAKeyFileIsMissing(t *testing.T) {
+	enc, err := New(keyring(t, "k1", key(1))).Encode(payloads(t, "secret"))
+	require.NoError(t, err)
+	var s string
+	err = KeylessDataConverter().FromPayload(enc[0], &s)
+	require.ErrorContains(t, err, `payload encrypted with key ID "k1", and no key file was given: give --codec-key-file`)
+
+	p, err := KeylessDataConverter().ToPayload("clear")
+	require.NoError(t, err)
+	require.Equal(t, "json/plain", string(p.Metadata[converter.MetadataEncoding]))
+}

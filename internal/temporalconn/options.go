@@ -62,6 +62,9 @@ func (s Settings) ClientOptions(logger log.Logger) (client.Options, error) {
 			return client.Options{}, fmt.Errorf("--codec-key-file: %w", err)
 		}
 		opts.DataConverter = c.DataConverter()
+	} else {
+		// Reads as the SDK's default would, but an encrypted payload names the missing flag.
+		opts.DataConverter = codec.KeylessDataConverter()
 	}
 	return opts, nil
 }
