@@ -165,3 +165,9 @@ func TestAClientWithoutKeysSaysAKeyFileIsMissing(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "json/plain", string(p.Metadata[converter.MetadataEncoding]))
 }
+
+func TestAnIDMayBeADateOrANumber(t *testing.T) {
+	k, err := ParseKeyring("keys.yaml", []byte("keys:\n- id: 2026-11\n  key: "+key(1)+"\n- id: 7\n  key: "+key(2)+"\n"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"2026-11", "7"}, k.IDs())
+}

@@ -7,6 +7,8 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"encoding/base64"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -29,9 +31,26 @@ const KeySize = 32
 //	  key: ...
 type keyringFile struct {
 	Keys []struct {
-		ID  string `json:"id"`
+		ID  keyID  `json:"id"`
 		Key string `json:"key"`
 	} `json:"keys"`
+}
+
+// keyID takes a number as its text, since YAML reads an ID such as 2026 or 1 as one.
+type keyID string
+
+func (k *keyID) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		*k = keyID(s)
+		return nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err != nil {
+		return errors.New("an id must be a string or a number")
+	}
+	*k = keyID(n.String())
+	return nil
 }
 
 // Keyring is the keys of one file: Active encrypts, every key decrypts.
@@ -63,7 +82,7 @@ func ParseKeyring(name string, data []byte) (*Keyring, error) {
 	}
 	k := &Keyring{aeads: map[string]cipher.AEAD{}}
 	for i, e := range f.Keys {
-		id := strings.TrimSpace(e.ID)
+		id := strings.TrimSpace(string(e.ID))
 		where := fmt.Sprintf("codec key file %s: key %d", name, i+1)
 		if id == "" {
 			return nil, fmt.Errorf("%s: no id", where)
