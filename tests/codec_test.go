@@ -23,7 +23,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/tests/harness"
 )
 
-// With --codec-key-file on the worker and the CLI, what travels through Temporal is ciphertext: the
+// With --codec-key-file on the worker, an agent and the CLI, what travels through Temporal is ciphertext: the
 // server's raw histories hold neither a cluster's values file nor a fleet.yaml's values, while the
 // deployment gets both. The codec server gives them back to `temporal workflow show --codec-endpoint`,
 // and a CLI without the key is told which flag it lacks.
@@ -33,7 +33,7 @@ func TestEncryptedPayloadsKeepValuesOutOfHistoriesAndTheCodecServerDecodesThem(t
 	require.NoError(t, os.WriteFile(keys, []byte(fmt.Sprintf("keys:\n- id: e2e-1\n  key: %s\n",
 		base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{0x5a}, codec.KeySize)))), 0o600))
 
-	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a"}}, CodecKeyFile: keys})
+	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a"}, {Name: "b"}}, CodecKeyFile: keys})
 	repo := s.NewRepo(map[string]string{
 		"web/fleet.yaml":                     "defaultNamespace: web\nhelm:\n  chart: ./chart\n  values:\n    marker: ${ .ClusterValues.marker }\n    greeting: " + fleetCanary + "\n",
 		"web/chart/Chart.yaml":               "apiVersion: v2\nname: web\nversion: 0.1.0\n",
@@ -41,10 +41,16 @@ func TestEncryptedPayloadsKeepValuesOutOfHistoriesAndTheCodecServerDecodesThem(t
 	})
 	// The values file of `cluster add --values`, which the inventory carries to the worker.
 	s.AddCluster("a", "a", map[string]string{"env": "dev"}, map[string]any{"marker": clusterCanary})
-	s.Apply(harness.GitRepoYAML("sealed", repo.URL(), "  paths: [web]\n  targets: [{clusterName: a}]\n"))
-	s.WaitStatus("sealed", 3*time.Minute, "Ready", harness.AllReady)
-	require.Equal(t, map[string]string{"marker": clusterCanary, "greeting": fleetCanary}, s.ConfigMapData("a", "web", "web"),
-		"both values reached the cluster, so both went through the worker")
+	// A pull-mode cluster, whose agent reads and writes the same payloads with the same keys.
+	s.AddAgentCluster("b", map[string]string{"env": "dev"}, map[string]any{"marker": clusterCanary})
+	s.StartAgent("b", "b", "--codec-key-file", keys)
+	s.Apply(harness.GitRepoYAML("sealed", repo.URL(), "  paths: [web]\n  targets: [{clusterSelector: {matchLabels: {env: dev}}}]\n"))
+	st := s.WaitStatus("sealed", 3*time.Minute, "Ready", harness.AllReady)
+	require.Equal(t, 2, st.DesiredReadyClusters)
+	for _, c := range []string{"a", "b"} {
+		require.Equal(t, map[string]string{"marker": clusterCanary, "greeting": fleetCanary}, s.ConfigMapData(c, "web", "web"),
+			"both values reached cluster %s, so both went through the worker or its agent", c)
+	}
 
 	for _, canary := range []string{clusterCanary, fleetCanary} {
 		found, err := s.HistoriesContaining(canary)
