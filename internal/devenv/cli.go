@@ -14,7 +14,9 @@ import (
 // always on the command line, as in StartWorker.
 type CLI struct {
 	Bin, Address, TaskQueue string
-	Out                     io.Writer // where its output is copied as it runs, if anywhere
+	// Args are global flags given before each command's own, e.g. --codec-key-file.
+	Args []string
+	Out  io.Writer // where its output is copied as it runs, if anywhere
 }
 
 // CLIResult is what one run of the CLI printed and how it exited.
@@ -38,7 +40,8 @@ func (c CLI) Run(ctx context.Context, args ...string) error {
 // Exec runs the CLI and returns what it printed and its exit code. The error is for a CLI that could not
 // start or was stopped by ctx, never for one that exited with a failure: that is the caller's to judge.
 func (c CLI) Exec(ctx context.Context, args ...string) (CLIResult, error) {
-	cmd := exec.CommandContext(ctx, c.Bin, append([]string{"--address", c.Address, "--task-queue", orDefaultQueue(c.TaskQueue)}, args...)...)
+	global := append([]string{"--address", c.Address, "--task-queue", orDefaultQueue(c.TaskQueue)}, c.Args...)
+	cmd := exec.CommandContext(ctx, c.Bin, append(global, args...)...)
 	var stdout, stderr strings.Builder
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr

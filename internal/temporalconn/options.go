@@ -15,6 +15,8 @@ import (
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
+
+	"github.com/flotilla-gitops/flotilla/internal/codec"
 )
 
 // ClientOptions turns s into the SDK's options. Every file is read once here, so a wrong path stops the
@@ -54,6 +56,16 @@ func (s Settings) ClientOptions(logger log.Logger) (client.Options, error) {
 		return client.Options{}, err
 	}
 	opts.Credentials = creds
+	if s.CodecKeyFile != "" {
+		c, err := codec.Load(s.CodecKeyFile)
+		if err != nil {
+			return client.Options{}, fmt.Errorf("--codec-key-file: %w", err)
+		}
+		opts.DataConverter = c.DataConverter()
+	} else {
+		// Reads as the SDK's default would, but an encrypted payload names the missing flag.
+		opts.DataConverter = codec.KeylessDataConverter()
+	}
 	return opts, nil
 }
 

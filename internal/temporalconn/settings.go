@@ -14,6 +14,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
+
+	"github.com/flotilla-gitops/flotilla/internal/codec"
 )
 
 // Environment variables, spelled as Temporal's CLI and go.temporal.io/sdk/contrib/envconfig spell them,
@@ -57,6 +59,10 @@ type Settings struct {
 	// APIKeyFile holds the API key, re-read when it changes so a rotated key is used without a restart. It
 	// wins over TEMPORAL_API_KEY, being the more specific of the two.
 	APIKeyFile string
+
+	// CodecKeyFile is a keyring (internal/codec): when set, every payload this client writes is encrypted
+	// with its first key and payloads encrypted with any of its keys are read. Read once, at ClientOptions.
+	CodecKeyFile string
 
 	// ConnectTimeout bounds Dial's retries of an unreachable server; 0 is DefaultConnectTimeout.
 	ConnectTimeout time.Duration
@@ -110,6 +116,8 @@ func (s *Settings) addFlags(str func(p *string, name, value, usage string), bool
 	}), "tls-disable-host-verification", "do not check Temporal's server certificate at all; for tests only (env "+EnvDisableHostVerification+")")
 	str(&s.APIKeyFile, "api-key-file", os.Getenv(EnvAPIKeyFile),
 		"file holding the Temporal API key, re-read when it changes (env "+EnvAPIKeyFile+"; or the key itself in "+EnvAPIKey+", never on the command line)")
+	str(&s.CodecKeyFile, "codec-key-file", os.Getenv(codec.EnvKeyFile),
+		"keyring file: encrypt workflow inputs, results, memos and signals with its first key and decrypt with any (env "+codec.EnvKeyFile+"); worker, agents and CLI need the same file")
 }
 
 // boolFlag reads env now, as the string flags do, and keeps a value that does not parse as an error for
@@ -197,6 +205,9 @@ func (s Settings) String() string {
 		fmt.Fprintf(&b, ", API key from %s", s.APIKeyFile)
 	case os.Getenv(EnvAPIKey) != "":
 		b.WriteString(", API key from " + EnvAPIKey)
+	}
+	if s.CodecKeyFile != "" {
+		fmt.Fprintf(&b, ", payloads encrypted with keys from %s", s.CodecKeyFile)
 	}
 	return b.String()
 }

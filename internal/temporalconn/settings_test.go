@@ -11,6 +11,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
+
+	"github.com/flotilla-gitops/flotilla/internal/codec"
 )
 
 const secretKey = "tmprl-super-secret-api-key"
@@ -18,7 +20,7 @@ const secretKey = "tmprl-super-secret-api-key"
 // clearEnv unsets every variable the package reads, so the developer's own Temporal setup cannot leak in.
 func clearEnv(t *testing.T) {
 	t.Helper()
-	for _, k := range []string{EnvTLS, EnvServerCA, EnvClientCert, EnvClientKey, EnvServerName, EnvDisableHostVerification, EnvAPIKey, EnvAPIKeyFile} {
+	for _, k := range []string{EnvTLS, EnvServerCA, EnvClientCert, EnvClientKey, EnvServerName, EnvDisableHostVerification, EnvAPIKey, EnvAPIKeyFile, codec.EnvKeyFile} {
 		t.Setenv(k, "")
 	}
 }

@@ -23,6 +23,7 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	sdklog "go.temporal.io/sdk/log"
 	"google.golang.org/protobuf/proto"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,6 +33,7 @@ import (
 
 	"github.com/flotilla-gitops/flotilla/agentclient"
 	"github.com/flotilla-gitops/flotilla/api"
+	"github.com/flotilla-gitops/flotilla/internal/codec"
 	"github.com/flotilla-gitops/flotilla/internal/devenv"
 	"github.com/flotilla-gitops/flotilla/internal/localk8s"
 	"github.com/flotilla-gitops/flotilla/internal/proc"
@@ -74,6 +76,8 @@ type Stack struct {
 	pool     *agentclient.Pool
 	// workerArgs are appended to every worker start (Options.WorkerArgs).
 	workerArgs []string
+	// cliArgs come before every CLI command's own (--codec-key-file with Options.CodecKeyFile).
+	cliArgs []string
 }
 
 // Options choose the clusters of a stack.
@@ -83,6 +87,9 @@ type Options struct {
 	WorkerArgs []string
 	// BareTemporal starts the dev server without Flotilla's search attributes, as a user's own server is.
 	BareTemporal bool
+	// CodecKeyFile is a keyring the worker, the CLI and the stack's Client encrypt payloads with
+	// (--codec-key-file). Histories are still read raw (HistoriesContaining): encrypted.
+	CodecKeyFile string
 }
 
 // Start brings a stack up and registers its teardown.
@@ -93,6 +100,14 @@ func Start(t *testing.T, o Options) *Stack {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	s := &Stack{t: t, Dir: t.TempDir(), pool: agentclient.NewPool(nil), workerArgs: o.WorkerArgs}
+	var dc converter.DataConverter
+	if o.CodecKeyFile != "" {
+		s.workerArgs = append([]string{"--codec-key-file", o.CodecKeyFile}, s.workerArgs...)
+		s.cliArgs = []string{"--codec-key-file", o.CodecKeyFile}
+		cdc, err := codec.Load(o.CodecKeyFile)
+		require.NoError(t, err)
+		dc = cdc.DataConverter()
+	}
 	k8s, err := localk8s.Start(ctx, localk8s.Options{Dir: filepath.Join(s.Dir, "clusters"), BinDir: BinDir(), Clusters: o.Clusters,
 		Logger: func(f string, a ...any) { t.Logf("localk8s: "+f, a...) }})
 	require.NoError(t, err)
@@ -107,7 +122,7 @@ func Start(t *testing.T, o Options) *Stack {
 	require.NoError(t, err)
 	s.Temporal = tmp
 	t.Cleanup(func() { _ = tmp.Stop() })
-	c, err := client.Dial(client.Options{HostPort: tmp.Address(), Logger: sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))})
+	c, err := client.Dial(client.Options{HostPort: tmp.Address(), DataConverter: dc, Logger: sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))})
 	require.NoError(t, err)
 	s.Client = c
 	t.Cleanup(c.Close)
@@ -225,7 +240,7 @@ func (s *Stack) CLIWithin(limit time.Duration, args ...string) devenv.CLIResult 
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	res, err := devenv.CLI{Bin: filepath.Join(BinDir(), "flotilla"), Address: s.Temporal.Address()}.Exec(ctx, args...)
+	res, err := devenv.CLI{Bin: filepath.Join(BinDir(), "flotilla"), Address: s.Temporal.Address(), Args: s.cliArgs}.Exec(ctx, args...)
 	require.NoError(s.t, err, "flotilla %s", strings.Join(args, " "))
 	return res
 }
@@ -597,7 +612,7 @@ func (s *Stack) countActivitiesInRun(ctx context.Context, workflowID, runID, act
 // HistoriesContaining lists the workflows (every run of every workflow of the namespace, open or closed)
 // whose history holds text anywhere: in a payload (inputs, results, signals, queries' updates, markers of
 // local activities), a memo, a search attribute or a failure. Events are searched in their wire form, in
-// which payloads are the data converter's JSON, unencoded.
+// which payloads are the data converter's JSON, or its ciphertext with Options.CodecKeyFile.
 func (s *Stack) HistoriesContaining(text string) ([]string, error) {
 	var found []string
 	err := s.eachEvent(func(id, run string, ev *historypb.HistoryEvent) (bool, error) {

@@ -43,7 +43,7 @@ func (s *Stack) StartInstallation(taskQueue string, workerArgs ...string) *Insta
 // CLI runs bin/flotilla with the installation's task queue, for a command whose failure the test examines.
 func (i *Installation) CLI(args ...string) devenv.CLIResult {
 	i.s.t.Helper()
-	return runCLI(i.s.t, devenv.CLI{Bin: filepath.Join(BinDir(), "flotilla"), Address: i.s.Temporal.Address(), TaskQueue: i.TaskQueue}, args...)
+	return runCLI(i.s.t, devenv.CLI{Bin: filepath.Join(BinDir(), "flotilla"), Address: i.s.Temporal.Address(), TaskQueue: i.TaskQueue, Args: i.s.cliArgs}, args...)
 }
 
 // CLIRun runs bin/flotilla with the installation's task queue, fails the test unless it succeeds, and
