@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"sort"
 
 	"helm.sh/helm/v3/pkg/chart"
 )
@@ -32,6 +33,18 @@ func packChart(c *chart.Chart) *packagedChart {
 	for _, d := range c.Dependencies() {
 		p.Dependencies = append(p.Dependencies, *packChart(d))
 	}
+	// Helm's loader gathers subcharts in no fixed order; the same chart must make the same package on every
+	// worker, and Helm orders what it renders by itself, not by subchart order.
+	sort.SliceStable(p.Dependencies, func(i, j int) bool {
+		a, b := p.Dependencies[i].Metadata, p.Dependencies[j].Metadata
+		if a == nil || b == nil {
+			return b != nil
+		}
+		if a.Name != b.Name {
+			return a.Name < b.Name
+		}
+		return a.Version < b.Version
+	})
 	return p
 }
 
