@@ -79,16 +79,13 @@ func run() error {
 	conn := cfg.temporalSettings()
 	// Metrics listen before the dial, so a busy address stops the worker at once; the registry is made
 	// only when asked for, leaving the activities' metrics nil otherwise.
-	var reg *metrics.Registry
-	if cfg.metricsListen != "" {
-		reg = metrics.New()
-		srv, err := reg.Serve(cfg.metricsListen)
-		if err != nil {
-			return err
-		}
-		defer srv.Close()
+	reg, stopMetrics, err := metrics.Listen(cfg.metricsListen, log)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
+	if reg != nil {
 		conn.MetricsHandler = reg.SDK
-		log.Info("serving metrics", zap.String("address", srv.Addr))
 	}
 	log.Info("connecting to Temporal", zap.Stringer("temporal", conn))
 	c, err := temporalconn.Dial(context.Background(), conn, tlog)

@@ -71,16 +71,13 @@ func run() error {
 	conn := cfg.conn
 	conn.Address, conn.Namespace, conn.Identity = cfg.address, cfg.temporalNamespace, identity
 	// As in the worker, minus flotilla_clusters: counting is the management side's, which sees every cluster.
-	var reg *metrics.Registry
-	if cfg.metricsListen != "" {
-		reg = metrics.New()
-		srv, err := reg.Serve(cfg.metricsListen)
-		if err != nil {
-			return err
-		}
-		defer srv.Close()
+	reg, stopMetrics, err := metrics.Listen(cfg.metricsListen, log)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
+	if reg != nil {
 		conn.MetricsHandler = reg.SDK
-		log.Info("serving metrics", zap.String("address", srv.Addr))
 	}
 	log.Info("connecting to Temporal", zap.Stringer("connection", conn))
 	// Dial retries an unreachable server with backoff, then says which setting to fix.

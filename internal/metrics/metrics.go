@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
 )
 
 // Results of an operation, the values of the result label.
@@ -160,6 +161,22 @@ func (f *Flotilla) ChartFetch(scheme string, err error) {
 		scheme = "other" // the label is the URL's, which a fleet.yaml writes: keep it to known values
 	}
 	f.chartFetches.WithLabelValues(scheme, result(err)).Inc()
+}
+
+// Listen serves a new Registry's metrics at addr when addr is set (--metrics-listen) and returns it with
+// the function that stops serving; with no addr it returns a nil Registry (every metric a no-op) and a
+// no-op stop. It listens before the process dials Temporal, so a busy address stops the process at once.
+func Listen(addr string, log *zap.Logger) (*Registry, func(), error) {
+	if addr == "" {
+		return nil, func() {}, nil
+	}
+	reg := New()
+	srv, err := reg.Serve(addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	log.Info("serving metrics", zap.String("address", srv.Addr))
+	return reg, func() { _ = srv.Close() }, nil
 }
 
 // Serve serves the registry at /metrics on addr until the server is closed; the server's Addr is the
