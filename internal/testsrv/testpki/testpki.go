@@ -21,20 +21,23 @@ import (
 // PKI is a CA and one server certificate it signed, all in PEM.
 type PKI struct {
 	CAPEM, CertPEM, KeyPEM []byte
+	// ca and caKey sign client certificates (IssueClient); a PKI read back by Load has neither.
+	ca    *x509.Certificate
+	caKey *ecdsa.PrivateKey
 }
 
 // New issues a fresh CA and a server certificate for 127.0.0.1, ::1 and localhost. ECDSA keys: they are
 // generated in microseconds, where RSA takes long enough to matter on a busy machine.
-func New() (*PKI, error) {
+func New() (*PKI, error) { return NewNamed("127.0.0.1") }
+
+// NewNamed is New with the server certificate's common name, also one of its DNS names when it is not an
+// IP address (for a client that checks a server name other than the address it dials).
+func NewNamed(name string) (*PKI, error) {
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, err
 	}
 	now := time.Now().Add(-time.Hour)
-	serial := func() *big.Int {
-		n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-		return n
-	}
 	caTmpl := &x509.Certificate{
 		SerialNumber: serial(), Subject: pkix.Name{CommonName: "flotilla-test-ca"},
 		NotBefore: now, NotAfter: now.Add(24 * time.Hour * 365),
@@ -48,30 +51,53 @@ func New() (*PKI, error) {
 	if err != nil {
 		return nil, err
 	}
+	dns := []string{"localhost"}
+	if net.ParseIP(name) == nil && name != "localhost" {
+		dns = append(dns, name)
+	}
+	p := &PKI{CAPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), ca: caCert, caKey: caKey}
+	p.CertPEM, p.KeyPEM, err = p.issue(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: name},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.IPv6loopback}, DNSNames: dns,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// IssueClient issues a client certificate (mTLS) for commonName, signed by the CA, in PEM.
+func (p *PKI) IssueClient(commonName string) (certPEM, keyPEM []byte, err error) {
+	if p.caKey == nil {
+		return nil, nil, fmt.Errorf("testpki: this PKI was loaded from files and cannot sign")
+	}
+	return p.issue(&x509.Certificate{Subject: pkix.Name{CommonName: commonName}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+}
+
+// issue signs tmpl (its subject, usages and names) with a fresh key, valid for a year from an hour ago.
+func (p *PKI) issue(tmpl *x509.Certificate) (certPEM, keyPEM []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		NotBefore: now, NotAfter: now.Add(24 * time.Hour * 365),
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.IPv6loopback}, DNSNames: []string{"localhost"},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	now := time.Now().Add(-time.Hour)
+	tmpl.SerialNumber, tmpl.NotBefore, tmpl.NotAfter = serial(), now, now.Add(24*time.Hour*365)
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	keyDER, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return &PKI{
-		CAPEM:   pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
-		CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
-	}, nil
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
+}
+
+func serial() *big.Int {
+	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	return n
 }
 
 // ServerConfig is a TLS configuration that serves the certificate.
