@@ -9,6 +9,14 @@ import (
 	"github.com/flotilla-gitops/flotilla/internal/parallel"
 )
 
+// MaxSize is the largest content FetchAll fetches: a package far larger than any real release is a
+// mistake or an attack, not something to hold in an agent's memory.
+const MaxSize = 256 << 20
+
+// fetchers is how many batches FetchAll fetches at once: each is a round trip through Temporal, so a few
+// at a time hide its latency without flooding the management side's workers.
+const fetchers = 4
+
 // Want is one content to fetch, known by its digest and size.
 type Want struct {
 	Digest string

@@ -20,7 +20,7 @@ type Store struct {
 
 	mu sync.Mutex
 	// verified are the sizes of the files this process has read whole and found to match their digest:
-	// ReadChunk then serves ranges without hashing the whole file for each. Assemble checks the whole
+	// ReadChunk then serves ranges without hashing the whole file for each. FetchAll checks the whole
 	// digest at the other end anyway.
 	verified map[string]int64
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 
@@ -21,7 +22,7 @@ func fromStore(s *Store, digest string, calls *atomic.Int32) func(ctx context.Co
 
 // A 3 MiB package that does not compress, fetched in 512 KiB chunks as an agent fetches it: six chunks,
 // and the same bytes.
-func TestAssembleFetchesA3MiBContentIn512KiBChunks(t *testing.T) {
+func TestFetchingOneContentFetchesA3MiBContentIn512KiBChunks(t *testing.T) {
 	data := make([]byte, 3<<20)
 	_, _ = rand.Read(data)
 	s := &Store{Dir: t.TempDir()}
@@ -29,15 +30,15 @@ func TestAssembleFetchesA3MiBContentIn512KiBChunks(t *testing.T) {
 	require.NoError(t, err)
 
 	var calls atomic.Int32
-	got, err := Assemble(context.Background(), digest, int64(len(data)), 512<<10, fromStore(s, digest, &calls))
+	got, err := fetchOne(context.Background(), digest, int64(len(data)), 512<<10, fromStore(s, digest, &calls))
 	require.NoError(t, err)
 	require.True(t, bytes.Equal(data, got))
 	require.EqualValues(t, 6, calls.Load())
 }
 
-func TestAssembleAnEmptyContentFetchesNothing(t *testing.T) {
+func TestFetchingOneContentAnEmptyContentFetchesNothing(t *testing.T) {
 	var calls atomic.Int32
-	got, err := Assemble(context.Background(), Digest(nil), 0, 512<<10, fromStore(&Store{Dir: t.TempDir()}, "", &calls))
+	got, err := fetchOne(context.Background(), Digest(nil), 0, 512<<10, fromStore(&Store{Dir: t.TempDir()}, "", &calls))
 	require.NoError(t, err)
 	require.Empty(t, got)
 	require.Zero(t, calls.Load())
@@ -45,7 +46,7 @@ func TestAssembleAnEmptyContentFetchesNothing(t *testing.T) {
 
 // A chunk of the wrong bytes makes the whole content fail its digest; a chunk of the wrong length is
 // caught at once.
-func TestAssembleRefusesWrongChunks(t *testing.T) {
+func TestFetchingOneContentRefusesWrongChunks(t *testing.T) {
 	data := bytes.Repeat([]byte("abcdefgh"), 1000)
 	digest := Digest(data)
 	wrongByte := func(ctx context.Context, offset, length int64) ([]byte, error) {
@@ -55,13 +56,13 @@ func TestAssembleRefusesWrongChunks(t *testing.T) {
 		}
 		return chunk, nil
 	}
-	_, err := Assemble(context.Background(), digest, int64(len(data)), 1000, wrongByte)
+	_, err := fetchOne(context.Background(), digest, int64(len(data)), 1000, wrongByte)
 	require.ErrorContains(t, err, "the 8000 bytes fetched are sha256:")
 
 	short := func(ctx context.Context, offset, length int64) ([]byte, error) {
 		return data[offset : offset+length-1], nil
 	}
-	_, err = Assemble(context.Background(), digest, int64(len(data)), 1000, short)
+	_, err = fetchOne(context.Background(), digest, int64(len(data)), 1000, short)
 	require.ErrorContains(t, err, "999 bytes where 1000 were asked")
 
 	failing := errors.New("workflow timed out")
@@ -71,17 +72,35 @@ func TestAssembleRefusesWrongChunks(t *testing.T) {
 		}
 		return data[offset : offset+length], nil
 	}
-	_, err = Assemble(context.Background(), digest, int64(len(data)), 1000, broken)
+	_, err = fetchOne(context.Background(), digest, int64(len(data)), 1000, broken)
 	require.ErrorIs(t, err, failing, "the chunk that failed is reported, not what cancelling the others did")
 }
 
-func TestAssembleRefusesAContentOverTheLimit(t *testing.T) {
+func TestFetchingOneContentRefusesAContentOverTheLimit(t *testing.T) {
 	never := func(ctx context.Context, offset, length int64) ([]byte, error) {
 		t.Fatal("nothing is fetched")
 		return nil, nil
 	}
-	_, err := Assemble(context.Background(), Digest(nil), MaxSize+1, 512<<10, never)
+	_, err := fetchOne(context.Background(), Digest(nil), MaxSize+1, 512<<10, never)
 	require.ErrorContains(t, err, "over the 256 MiB limit")
-	_, err = Assemble(context.Background(), "sha256:../etc", 10, 512<<10, never)
+	_, err = fetchOne(context.Background(), "sha256:../etc", 10, 512<<10, never)
 	require.ErrorContains(t, err, "not sha256:")
+}
+
+// fetchOne is FetchAll for one content, fetched by offset and length: how an agent fetches a package too
+// large for one batch. It fetches the size bytes of digest in chunks of chunkSize (the last one shorter) and returns
+// them once their digest matches. fetch returns length bytes of the content from offset; it may be called
+// by a few goroutines at once.
+func fetchOne(ctx context.Context, digest string, size int64, chunkSize int64, fetch func(ctx context.Context, offset, length int64) ([]byte, error)) ([]byte, error) {
+	if chunkSize <= 0 {
+		return nil, fmt.Errorf("content %s: chunk size %d", digest, chunkSize)
+	}
+	// One content in batches of chunkSize is one piece per batch.
+	all, err := FetchAll(ctx, []Want{{Digest: digest, Size: size}}, chunkSize, func(ctx context.Context, batch []Piece) ([]byte, error) {
+		return fetch(ctx, batch[0].Offset, batch[0].Length)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return all[0], nil
 }
