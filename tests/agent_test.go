@@ -223,8 +223,8 @@ func bigManifestsBundle(size int) map[string]string {
 
 // Two workers share the installation's queue, each with caches of its own, as two machines would: any task
 // may land on either (an agent's package fetch too, which a worker that never rendered the package serves
-// by rendering it again), and when one worker is killed in the middle of a rollout the other finishes it
-// with no Helm revision more than the commits given.
+// by rendering it again), and when one worker is killed while a rollout is in flight, whichever tasks it
+// held, the other finishes the rollout with no Helm revision more than the commits given.
 func TestTwoWorkersShareTheWorkAndEitherServesAnAgent(t *testing.T) {
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "k"}, {Name: "e"}}})
 	other := s.StartOtherWorker("b")
