@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the third-party binaries Flotilla runs (Temporal dev server, etcd, Kubernetes control plane, kwok,
-# the CNCF distribution registry that serves OCI charts in tests)
+# the CNCF distribution registry that serves OCI charts in tests, the Temporal server with its SQL schema tool
+# and the Web UI server that the docker-compose and mTLS tests run)
 # from the Go module proxy into a version-keyed cache outside the checkout, then links them into bin/.
 # A tool whose cached binary already exists is not rebuilt, so a clean clone on a warm machine costs seconds.
 set -euo pipefail
@@ -14,6 +15,8 @@ ETCD_VERSION=v3.6.5
 KWOK_VERSION=v0.7.0
 WORKFLOWCHECK_VERSION=v0.6.0
 REGISTRY_VERSION=v3.1.2 # keep in step with hack/tools/registry/go.mod
+TEMPORAL_SERVER_VERSION=v1.32.1 # keep in step with hack/tools/temporal-server/go.mod
+TEMPORAL_UI_VERSION=v2.55.0 # keep in step with hack/tools/temporal-ui/go.mod
 
 export CGO_ENABLED=0
 ldflags="-s -w"
@@ -72,6 +75,32 @@ build_registry() {
   link registry "$d/registry"
 }
 
+build_temporal_server() {
+  local d="$cache/temporal-server-$TEMPORAL_SERVER_VERSION"
+  if [ ! -x "$d/temporal-server" ] || [ ! -x "$d/temporal-sql-tool" ]; then
+    echo "building temporal-server $TEMPORAL_SERVER_VERSION; about 4 minutes on 2 cores when cold" >&2
+    mkdir -p "$d.tmp"
+    (cd "$root/hack/tools/temporal-server" &&
+      go build -trimpath -ldflags "$ldflags" -o "$d.tmp/temporal-server" go.temporal.io/server/cmd/server &&
+      go build -trimpath -ldflags "$ldflags" -o "$d.tmp/temporal-sql-tool" go.temporal.io/server/cmd/tools/sql)
+    rm -rf "$d" && mv "$d.tmp" "$d"
+  fi
+  link temporal-server "$d/temporal-server"
+  link temporal-sql-tool "$d/temporal-sql-tool"
+}
+
+build_temporal_ui() {
+  local d="$cache/temporal-ui-$TEMPORAL_UI_VERSION"
+  if [ ! -x "$d/temporal-ui-server" ]; then
+    echo "building temporal-ui-server $TEMPORAL_UI_VERSION" >&2
+    mkdir -p "$d.tmp"
+    (cd "$root/hack/tools/temporal-ui" &&
+      go build -trimpath -ldflags "$ldflags" -o "$d.tmp/temporal-ui-server" github.com/temporalio/ui-server/v2/cmd/server)
+    rm -rf "$d" && mv "$d.tmp" "$d"
+  fi
+  link temporal-ui-server "$d/temporal-ui-server"
+}
+
 build_k8s() {
   local d="$cache/kubernetes-$K8S_VERSION" cmds="kube-apiserver kube-controller-manager kube-scheduler"
   local missing=0 c
@@ -93,7 +122,7 @@ build_k8s() {
   for c in $cmds; do link "$c" "$d/$c"; done
 }
 
-want=${*:-temporal etcd kubernetes kwok workflowcheck registry}
+want=${*:-temporal etcd kubernetes kwok workflowcheck registry temporal-server temporal-ui}
 for t in $want; do
   case $t in
     temporal) build_temporal ;;
@@ -102,6 +131,8 @@ for t in $want; do
     kwok) build_kwok ;;
     workflowcheck) build_workflowcheck ;;
     registry) build_registry ;;
+    temporal-server) build_temporal_server ;;
+    temporal-ui) build_temporal_ui ;;
     *) echo "unknown tool $t" >&2; exit 2 ;;
   esac
 done
