@@ -61,18 +61,23 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.StringVar(&c.temporalNamespace, "temporal-namespace", envdefault.TemporalNamespace(), "Temporal namespace (env TEMPORAL_NAMESPACE)")
 	fs.StringVar(&c.taskQueue, "task-queue", envdefault.TaskQueue(),
 		"task queue to poll, which sets this installation apart from others on the namespace (env FLOTILLA_TASK_QUEUE); the CLI takes the same")
-	fs.StringVar(&c.cacheDir, "cache-dir", envdefault.Or("FLOTILLA_CACHE_DIR", defaultCache), "where git checkouts are cached")
+	fs.StringVar(&c.cacheDir, "cache-dir", envdefault.Or("FLOTILLA_CACHE_DIR", defaultCache), "where git checkouts and charts are cached (env FLOTILLA_CACHE_DIR)")
 	fs.StringVar(&c.credentials, "credentials", os.Getenv("FLOTILLA_CREDENTIALS"),
 		"credentials that GitRepos name (clientSecretName): a YAML file mapping each name to its keys, or a folder <dir>/<name>/<key> as Kubernetes Secrets are mounted (env FLOTILLA_CREDENTIALS); read once, at start")
 	fs.StringVar(&c.gitCredentials, "git-credentials", os.Getenv("FLOTILLA_GIT_CREDENTIALS"), "older name of --credentials FILE (env FLOTILLA_GIT_CREDENTIALS)")
-	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&c.logLevel, "log-level", envdefault.Or("FLOTILLA_LOG_LEVEL", "info"), "debug, info, warn or error (env FLOTILLA_LOG_LEVEL)")
 	fs.BoolVar(&c.devLog, "dev-log", false, "human-readable logs instead of JSON")
-	fs.IntVar(&c.maxActivities, "max-concurrent-activities", workeropts.DefaultMaxConcurrentActivities, "activities run at once by this worker")
-	fs.IntVar(&c.maxWorkflowTasks, "max-concurrent-workflow-tasks", workeropts.DefaultMaxConcurrentWorkflowTasks, "workflow tasks run at once by this worker")
-	fs.IntVar(&c.bundleConcurrency, "bundle-concurrency", activities.DefaultBundleConcurrency, "bundles one activity renders, observes or applies at once on one cluster")
-	fs.Float64Var(&c.helmQPS, "helm-qps", float64(agentclient.DefaultQPS), "requests per second to each cluster's API server")
-	fs.IntVar(&c.helmBurst, "helm-burst", agentclient.DefaultBurst, "burst of requests to each cluster's API server")
-	fs.StringVar(&c.webhookListen, "webhook-listen", "", "serve git push webhooks on this host:port at "+webhook.Path+" (empty: off)")
+	fs.IntVar(&c.maxActivities, "max-concurrent-activities", envdefault.Int("FLOTILLA_MAX_CONCURRENT_ACTIVITIES", workeropts.DefaultMaxConcurrentActivities),
+		"activities run at once by this worker (env FLOTILLA_MAX_CONCURRENT_ACTIVITIES)")
+	fs.IntVar(&c.maxWorkflowTasks, "max-concurrent-workflow-tasks", envdefault.Int("FLOTILLA_MAX_CONCURRENT_WORKFLOW_TASKS", workeropts.DefaultMaxConcurrentWorkflowTasks),
+		"workflow tasks run at once by this worker (env FLOTILLA_MAX_CONCURRENT_WORKFLOW_TASKS)")
+	fs.IntVar(&c.bundleConcurrency, "bundle-concurrency", envdefault.Int("FLOTILLA_BUNDLE_CONCURRENCY", activities.DefaultBundleConcurrency),
+		"bundles one activity renders, observes or applies at once on one cluster (env FLOTILLA_BUNDLE_CONCURRENCY)")
+	fs.Float64Var(&c.helmQPS, "helm-qps", envdefault.Float("FLOTILLA_HELM_QPS", float64(agentclient.DefaultQPS)),
+		"requests per second to each cluster's API server (env FLOTILLA_HELM_QPS)")
+	fs.IntVar(&c.helmBurst, "helm-burst", envdefault.Int("FLOTILLA_HELM_BURST", agentclient.DefaultBurst), "burst of requests to each cluster's API server (env FLOTILLA_HELM_BURST)")
+	fs.StringVar(&c.webhookListen, "webhook-listen", os.Getenv("FLOTILLA_WEBHOOK_LISTEN"),
+		"serve git push webhooks on this host:port at "+webhook.Path+" (env FLOTILLA_WEBHOOK_LISTEN; empty: off)")
 	fs.StringVar(&c.pprofListen, "pprof-listen", os.Getenv("FLOTILLA_PPROF_LISTEN"), "serve Go's pprof profiles on this loopback host:port at /debug/pprof/ (env FLOTILLA_PPROF_LISTEN; empty: off)")
 	fs.StringVar(&c.metricsListen, "metrics-listen", os.Getenv("FLOTILLA_METRICS_LISTEN"),
 		"serve Prometheus metrics on this host:port at /metrics (env FLOTILLA_METRICS_LISTEN; empty: off)")
@@ -80,6 +85,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.StringVar(&c.webhookMaxBody, "webhook-max-body", envdefault.Or("FLOTILLA_WEBHOOK_MAX_BODY", resource.NewQuantity(webhook.DefaultMaxBody, resource.BinarySI).String()),
 		"largest webhook payload read, e.g. 4Mi or 1M (env FLOTILLA_WEBHOOK_MAX_BODY); a larger delivery is refused with 413 and waits for the next poll")
 	c.temporal.AddFlags(fs)
+	if err := envdefault.CheckNumbers(workerNumericEnv, []string{"FLOTILLA_HELM_QPS"}); err != nil {
+		return config{}, err
+	}
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
@@ -97,3 +105,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	}
 	return c, nil
 }
+
+// workerNumericEnv are the whole-number settings read from the environment, refused at start when malformed.
+var workerNumericEnv = []string{"FLOTILLA_MAX_CONCURRENT_ACTIVITIES", "FLOTILLA_MAX_CONCURRENT_WORKFLOW_TASKS",
+	"FLOTILLA_BUNDLE_CONCURRENCY", "FLOTILLA_HELM_BURST"}

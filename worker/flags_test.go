@@ -115,3 +115,30 @@ func TestTheWorkerTakesTheTLSAndAPIKeyFlags(t *testing.T) {
 	_, err = parse(t, "--api-key", "secret")
 	require.EqualError(t, err, "flag provided but not defined: -api-key", "a key is never a flag's value")
 }
+
+// A container is configured by its environment: every tuning setting has a variable, the flag still
+// wins, and a malformed number stops the worker at start instead of silently becoming the default.
+func TestTheWorkersSettingsComeFromTheEnvironment(t *testing.T) {
+	t.Setenv("FLOTILLA_MAX_CONCURRENT_ACTIVITIES", "64")
+	t.Setenv("FLOTILLA_MAX_CONCURRENT_WORKFLOW_TASKS", "32")
+	t.Setenv("FLOTILLA_BUNDLE_CONCURRENCY", "4")
+	t.Setenv("FLOTILLA_HELM_QPS", "20.5")
+	t.Setenv("FLOTILLA_HELM_BURST", "40")
+	t.Setenv("FLOTILLA_WEBHOOK_LISTEN", ":8090")
+	t.Setenv("FLOTILLA_LOG_LEVEL", "debug")
+	t.Setenv("FLOTILLA_CACHE_DIR", "/var/cache/flotilla")
+	c, err := parseFlags(flag.NewFlagSet("w", flag.ContinueOnError), []string{"--bundle-concurrency", "2"})
+	require.NoError(t, err)
+	require.Equal(t, 64, c.maxActivities)
+	require.Equal(t, 32, c.maxWorkflowTasks)
+	require.Equal(t, 2, c.bundleConcurrency, "the flag wins over the environment")
+	require.Equal(t, 20.5, c.helmQPS)
+	require.Equal(t, 40, c.helmBurst)
+	require.Equal(t, ":8090", c.webhookListen)
+	require.Equal(t, "debug", c.logLevel)
+	require.Equal(t, "/var/cache/flotilla", c.cacheDir)
+
+	t.Setenv("FLOTILLA_HELM_BURST", "forty")
+	_, err = parseFlags(flag.NewFlagSet("w", flag.ContinueOnError), nil)
+	require.EqualError(t, err, `FLOTILLA_HELM_BURST="forty": not a whole number`)
+}

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 
 	"github.com/flotilla-gitops/flotilla/activities"
 	"github.com/flotilla-gitops/flotilla/api"
@@ -51,7 +50,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	if d, err := os.UserCacheDir(); err == nil {
 		defaultCache = filepath.Join(d, "flotilla", "agent")
 	}
-	if err := checkEnvNumbers(); err != nil {
+	if err := envdefault.CheckNumbers(numericEnv, []string{"FLOTILLA_HELM_QPS"}); err != nil {
 		return config{}, err
 	}
 	var c config
@@ -68,12 +67,12 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 		"serve Prometheus metrics on this host:port at /metrics (env FLOTILLA_METRICS_LISTEN; empty: off)")
 	fs.StringVar(&c.logLevel, "log-level", envdefault.Or("FLOTILLA_LOG_LEVEL", "info"), "debug, info, warn or error (env FLOTILLA_LOG_LEVEL)")
 	fs.BoolVar(&c.devLog, "dev-log", false, "human-readable logs instead of JSON")
-	fs.IntVar(&c.maxActivities, "max-concurrent-activities", envInt("FLOTILLA_MAX_CONCURRENT_ACTIVITIES", DefaultMaxConcurrentActivities),
+	fs.IntVar(&c.maxActivities, "max-concurrent-activities", envdefault.Int("FLOTILLA_MAX_CONCURRENT_ACTIVITIES", DefaultMaxConcurrentActivities),
 		"activities the agent runs at once (env FLOTILLA_MAX_CONCURRENT_ACTIVITIES)")
-	fs.IntVar(&c.bundleConcurrency, "bundle-concurrency", envInt("FLOTILLA_BUNDLE_CONCURRENCY", DefaultBundleConcurrency),
+	fs.IntVar(&c.bundleConcurrency, "bundle-concurrency", envdefault.Int("FLOTILLA_BUNDLE_CONCURRENCY", DefaultBundleConcurrency),
 		"bundles one activity observes or applies at once (env FLOTILLA_BUNDLE_CONCURRENCY)")
-	fs.Float64Var(&c.helmQPS, "helm-qps", envFloat("FLOTILLA_HELM_QPS", DefaultHelmQPS), "requests per second to the API server (env FLOTILLA_HELM_QPS)")
-	fs.IntVar(&c.helmBurst, "helm-burst", envInt("FLOTILLA_HELM_BURST", DefaultHelmBurst), "burst of requests to the API server (env FLOTILLA_HELM_BURST)")
+	fs.Float64Var(&c.helmQPS, "helm-qps", envdefault.Float("FLOTILLA_HELM_QPS", DefaultHelmQPS), "requests per second to the API server (env FLOTILLA_HELM_QPS)")
+	fs.IntVar(&c.helmBurst, "helm-burst", envdefault.Int("FLOTILLA_HELM_BURST", DefaultHelmBurst), "burst of requests to the API server (env FLOTILLA_HELM_BURST)")
 	c.conn.AddFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
@@ -98,36 +97,5 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	return c, nil
 }
 
-// checkEnvNumbers refuses a numeric setting from the environment that does not parse, which would
-// otherwise be replaced by its default without a word.
-func checkEnvNumbers() error {
-	for _, key := range []string{"FLOTILLA_MAX_CONCURRENT_ACTIVITIES", "FLOTILLA_BUNDLE_CONCURRENCY", "FLOTILLA_HELM_BURST"} {
-		if v := os.Getenv(key); v != "" {
-			if _, err := strconv.Atoi(v); err != nil {
-				return fmt.Errorf("%s=%q: not a whole number", key, v)
-			}
-		}
-	}
-	if v := os.Getenv("FLOTILLA_HELM_QPS"); v != "" {
-		if _, err := strconv.ParseFloat(v, 64); err != nil {
-			return fmt.Errorf("FLOTILLA_HELM_QPS=%q: not a number", v)
-		}
-	}
-	return nil
-}
-
-// envInt and envFloat are a flag's default from the environment (checkEnvNumbers refuses one that does
-// not parse).
-func envInt(key string, fallback int) int {
-	if v, err := strconv.Atoi(os.Getenv(key)); err == nil {
-		return v
-	}
-	return fallback
-}
-
-func envFloat(key string, fallback float64) float64 {
-	if v, err := strconv.ParseFloat(os.Getenv(key), 64); err == nil {
-		return v
-	}
-	return fallback
-}
+// numericEnv are the whole-number settings read from the environment, refused at start when malformed.
+var numericEnv = []string{"FLOTILLA_MAX_CONCURRENT_ACTIVITIES", "FLOTILLA_BUNDLE_CONCURRENCY", "FLOTILLA_HELM_BURST"}

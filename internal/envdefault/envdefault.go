@@ -4,7 +4,9 @@
 package envdefault
 
 import (
+	"fmt"
 	"os"
+	"strconv"
 
 	"github.com/flotilla-gitops/flotilla/api"
 )
@@ -28,3 +30,39 @@ func TemporalNamespace() string { return Or("TEMPORAL_NAMESPACE", "default") }
 // TaskQueue is the default of --task-queue in every binary: FLOTILLA_TASK_QUEUE, or api.DefaultTaskQueue.
 // The worker, the CLI and the webhook of one installation must agree on it, so all read the same variable.
 func TaskQueue() string { return Or("FLOTILLA_TASK_QUEUE", api.DefaultTaskQueue) }
+
+// Int and Float are a numeric flag's default from the environment; CheckNumbers refuses a value that
+// does not parse, which these would otherwise replace by the fallback without a word.
+func Int(key string, fallback int) int {
+	if v, err := strconv.Atoi(os.Getenv(key)); err == nil {
+		return v
+	}
+	return fallback
+}
+
+// Float: see Int.
+func Float(key string, fallback float64) float64 {
+	if v, err := strconv.ParseFloat(os.Getenv(key), 64); err == nil {
+		return v
+	}
+	return fallback
+}
+
+// CheckNumbers returns an error naming the first of ints or floats that is set but does not parse.
+func CheckNumbers(ints, floats []string) error {
+	for _, key := range ints {
+		if v := os.Getenv(key); v != "" {
+			if _, err := strconv.Atoi(v); err != nil {
+				return fmt.Errorf("%s=%q: not a whole number", key, v)
+			}
+		}
+	}
+	for _, key := range floats {
+		if v := os.Getenv(key); v != "" {
+			if _, err := strconv.ParseFloat(v, 64); err != nil {
+				return fmt.Errorf("%s=%q: not a number", key, v)
+			}
+		}
+	}
+	return nil
+}
