@@ -103,7 +103,7 @@ func newRootWith(g *globals) *cobra.Command {
 		newSignalCmd(g, "resume", "Let changes reach clusters again", signalResume),
 		newSignalCmd(g, "delete", "Uninstall the GitRepo from every cluster and end its workflow", signalDelete),
 	)
-	root.AddCommand(newRenderCmd(g), newCodecServerCmd(g))
+	root.AddCommand(newRenderCmd(g), newCodecServerCmd(g), newProbeCmd())
 	return root
 }
 

@@ -179,6 +179,7 @@ func run() error {
 		return err
 	}
 	defer w.Stop()
+	reg.MarkPolling()
 	keepCtx, stopKeeping := context.WithCancel(context.Background())
 	defer stopKeeping()
 	go keepAgents(keepCtx, c, inv, cfg.taskQueue, log)

@@ -123,6 +123,7 @@ func run() error {
 		return err
 	}
 	defer w.Stop()
+	reg.MarkPolling()
 	<-stop
 	log.Info("agent stopping")
 	return nil

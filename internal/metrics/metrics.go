@@ -4,8 +4,10 @@ package metrics
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -61,6 +63,17 @@ type Registry struct {
 	Flotilla *Flotilla
 
 	clusters *clusterCount
+	// polling is set once the process polls its task queue: /healthz answers 200 from then on.
+	polling atomic.Bool
+}
+
+// MarkPolling makes /healthz answer 200: the process is connected to Temporal and polls its queue.
+// Before that (dialing, checking the namespace) it answers 503, so a container healthcheck or a
+// readiness probe waits for a worker that can take work.
+func (r *Registry) MarkPolling() {
+	if r != nil {
+		r.polling.Store(true)
+	}
 }
 
 // New makes a registry with every metric registered, so that a scrape shows each Flotilla metric (at
@@ -179,7 +192,7 @@ func Listen(addr string, log *zap.Logger) (*Registry, func(), error) {
 	return reg, func() { _ = srv.Close() }, nil
 }
 
-// Serve serves the registry at /metrics on addr until the server is closed; the server's Addr is the
+// Serve serves the registry at /metrics, and readiness at /healthz, on addr until the server is closed; the server's Addr is the
 // address it listens on. It listens before returning, so that a busy address stops the process at start
 // rather than in a log line later.
 func (r *Registry) Serve(addr string) (*http.Server, error) {
@@ -189,6 +202,13 @@ func (r *Registry) Serve(addr string) (*http.Server, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(r.Prom, promhttp.HandlerOpts{Registry: r.Prom}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if !r.polling.Load() {
+			http.Error(w, "not polling Temporal yet", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, "ok\n")
+	})
 	srv := &http.Server{Addr: l.Addr().String(), Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(l) }()
 	return srv, nil

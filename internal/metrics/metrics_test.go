@@ -103,3 +103,21 @@ func labelOf(m *dto.Metric, name string) string {
 	}
 	return ""
 }
+
+// A container's healthcheck asks /healthz: not ready while the process still dials Temporal, ready
+// once it polls.
+func TestHealthzIsReadyOnlyOncePolling(t *testing.T) {
+	r := New()
+	srv, err := r.Serve("127.0.0.1:0")
+	require.NoError(t, err)
+	defer srv.Close()
+	status := func() int {
+		resp, err := http.Get("http://" + srv.Addr + "/healthz")
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	require.Equal(t, http.StatusServiceUnavailable, status())
+	r.MarkPolling()
+	require.Equal(t, http.StatusOK, status())
+}
