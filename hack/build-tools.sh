@@ -77,16 +77,18 @@ build_registry() {
 
 build_temporal_server() {
   local d="$cache/temporal-server-$TEMPORAL_SERVER_VERSION"
-  if [ ! -x "$d/temporal-server" ] || [ ! -x "$d/temporal-sql-tool" ]; then
+  if [ ! -x "$d/temporal-server" ] || [ ! -x "$d/temporal-sql-tool" ] || [ ! -x "$d/temporal-entrypoint" ]; then
     echo "building temporal-server $TEMPORAL_SERVER_VERSION; about 4 minutes on 2 cores when cold" >&2
     mkdir -p "$d.tmp"
     (cd "$root/hack/tools/temporal-server" &&
       go build -trimpath -ldflags "$ldflags" -o "$d.tmp/temporal-server" go.temporal.io/server/cmd/server &&
-      go build -trimpath -ldflags "$ldflags" -o "$d.tmp/temporal-sql-tool" go.temporal.io/server/cmd/tools/sql)
+      go build -trimpath -ldflags "$ldflags" -o "$d.tmp/temporal-sql-tool" go.temporal.io/server/cmd/tools/sql &&
+      go build -trimpath -ldflags "$ldflags" -o "$d.tmp/temporal-entrypoint" ./entrypoint)
     rm -rf "$d" && mv "$d.tmp" "$d"
   fi
   link temporal-server "$d/temporal-server"
   link temporal-sql-tool "$d/temporal-sql-tool"
+  link temporal-entrypoint "$d/temporal-entrypoint"
 }
 
 build_temporal_ui() {
