@@ -1,7 +1,8 @@
 // Package localk8s runs real local Kubernetes clusters from binaries built off the Go module proxy: one
 // etcd, one kube-apiserver per cluster (own etcd prefix, own port, own loopback service CIDR), and for
 // clusters that run workloads, kube-controller-manager, kube-scheduler and kwok with one fake node, so
-// Deployments really become Ready. Everything listens on 127.0.0.1 only.
+// Deployments really become Ready. Everything listens on 127.0.0.1 only, but the API servers when
+// Options.Address names another of the host's addresses.
 package localk8s
 
 import (
@@ -56,6 +57,9 @@ type Options struct {
 	Logger      func(format string, args ...any)
 	// Detached keeps the clusters running after this process exits (`make up`).
 	Detached bool
+	// Address is where the API servers listen, 127.0.0.1 when empty. The docker-compose test sets the
+	// host's address on the Docker bridge, so that workers in containers reach the clusters too.
+	Address string
 }
 
 type cluster struct {
@@ -93,7 +97,7 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 	}
 	e := &Env{o: o, clusters: map[string]*cluster{}}
 	var err error
-	if e.pki, err = loadOrCreatePKI(filepath.Join(o.Dir, "pki")); err != nil {
+	if e.pki, err = loadOrCreatePKI(filepath.Join(o.Dir, "pki"), e.address()); err != nil {
 		return nil, err
 	}
 	start := time.Now()
@@ -187,8 +191,16 @@ func (e *Env) AddCluster(ctx context.Context, o ClusterOptions) error {
 			return err
 		}
 	}
-	e.logf("cluster %s ready on https://127.0.0.1:%d in %s (workloads %v)", o.Name, port, time.Since(start).Round(100*time.Millisecond), o.Workloads)
+	e.logf("cluster %s ready on https://%s:%d in %s (workloads %v)", o.Name, e.address(), port, time.Since(start).Round(100*time.Millisecond), o.Workloads)
 	return nil
+}
+
+// address is where the API servers listen (Options.Address).
+func (e *Env) address() string {
+	if e.o.Address != "" {
+		return e.o.Address
+	}
+	return "127.0.0.1"
 }
 
 func (e *Env) kubeconfigFor(c *cluster) string {
@@ -197,7 +209,7 @@ kind: Config
 clusters:
 - name: %[1]s
   cluster:
-    server: https://127.0.0.1:%[2]d
+    server: https://%[6]s:%[2]d
     certificate-authority: %[3]s
 users:
 - name: admin
@@ -208,14 +220,14 @@ contexts:
 - name: %[1]s
   context: {cluster: %[1]s, user: admin}
 current-context: %[1]s
-`, c.opts.Name, c.port, e.pki.CA, e.pki.AdminCert, e.pki.AdminKey)
+`, c.opts.Name, c.port, e.pki.CA, e.pki.AdminCert, e.pki.AdminKey, e.address())
 }
 
 func (e *Env) startAPIServer(ctx context.Context, c *cluster) error {
 	// A loopback service CIDR per cluster keeps every ClusterIP the apiserver might dial on 127.0.0.0/8.
 	args := []string{
 		"--etcd-servers=" + e.etcdURL, "--etcd-prefix=/" + c.opts.Name,
-		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", c.port),
+		"--bind-address=" + e.address(), "--advertise-address=" + e.address(), fmt.Sprintf("--secure-port=%d", c.port),
 		"--cert-dir=" + filepath.Join(c.dir, "certs"),
 		"--tls-cert-file=" + e.pki.ServerCert, "--tls-private-key-file=" + e.pki.ServerKey,
 		"--client-ca-file=" + e.pki.CA,
@@ -236,7 +248,7 @@ func (e *Env) startAPIServer(ctx context.Context, c *cluster) error {
 	c.apiserver = p
 	client := e.httpClient()
 	return waitFor(ctx, 90*time.Second, p, log, "cluster "+c.opts.Name+" kube-apiserver", func() bool {
-		resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/readyz", c.port))
+		resp, err := client.Get(fmt.Sprintf("https://%s:%d/readyz", e.address(), c.port))
 		if err != nil {
 			return false
 		}
@@ -307,7 +319,7 @@ func (e *Env) startWorkers(ctx context.Context, c *cluster) error {
 // createNode registers kwok's fake node and waits for it to be Ready, through the REST API.
 func (e *Env) createNode(ctx context.Context, c *cluster) error {
 	client := e.httpClient()
-	base := fmt.Sprintf("https://127.0.0.1:%d", c.port)
+	base := fmt.Sprintf("https://%s:%d", e.address(), c.port)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/v1/nodes", strings.NewReader(fakeNode))
 	req.Header.Set("Content-Type", "application/yaml")
 	resp, err := client.Do(req)
@@ -379,7 +391,7 @@ func (e *Env) Kubeconfig(name string) string {
 // Server is a cluster's API URL.
 func (e *Env) Server(name string) string {
 	if c := e.get(name); c != nil {
-		return fmt.Sprintf("https://127.0.0.1:%d", c.port)
+		return fmt.Sprintf("https://%s:%d", e.address(), c.port)
 	}
 	return ""
 }

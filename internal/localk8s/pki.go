@@ -13,12 +13,13 @@ import (
 	"time"
 )
 
-// pki holds the file paths of a test PKI shared by every cluster of an Env (all listen on 127.0.0.1).
+// pki holds the file paths of a test PKI shared by every cluster of an Env (all listen on 127.0.0.1, or
+// on Options.Address as well).
 type pki struct {
 	CA, ServerCert, ServerKey, AdminCert, AdminKey, SAPub, SAKey string
 }
 
-func loadOrCreatePKI(dir string) (pki, error) {
+func loadOrCreatePKI(dir, address string) (pki, error) {
 	p := pki{
 		CA: filepath.Join(dir, "ca.crt"), ServerCert: filepath.Join(dir, "server.crt"), ServerKey: filepath.Join(dir, "server.key"),
 		AdminCert: filepath.Join(dir, "admin.crt"), AdminKey: filepath.Join(dir, "admin.key"),
@@ -68,7 +69,7 @@ func loadOrCreatePKI(dir string) (pki, error) {
 		return p, err
 	}
 	if err := issue(2, pkix.Name{CommonName: "kube-apiserver"}, x509.ExtKeyUsageServerAuth,
-		[]net.IP{net.ParseIP("127.0.0.1")}, []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
+		serverIPs(address), []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
 		p.ServerCert, p.ServerKey); err != nil {
 		return p, err
 	}
@@ -92,4 +93,13 @@ func loadOrCreatePKI(dir string) (pki, error) {
 
 func writePEM(path, typ string, der []byte) error {
 	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600)
+}
+
+// serverIPs are the addresses the API servers' certificate is valid for.
+func serverIPs(address string) []net.IP {
+	ips := []net.IP{net.ParseIP("127.0.0.1")}
+	if ip := net.ParseIP(address); ip != nil && !ip.Equal(ips[0]) {
+		ips = append(ips, ip)
+	}
+	return ips
 }

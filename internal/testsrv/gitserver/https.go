@@ -17,7 +17,7 @@ import (
 
 // HTTPS serves the repositories of a folder with git's smart HTTP protocol over TLS, behind basic auth.
 type HTTPS struct {
-	// URL is the server's base, https://127.0.0.1:<port>; a repository folder <root>/<name> is URL/<name>.
+	// URL is the server's base, https://<ip>:<port>; a repository folder <root>/<name> is URL/<name>.
 	URL string
 	// CA is the PEM certificate of the authority that signed the server's certificate: trust it to connect.
 	CA []byte
@@ -29,11 +29,17 @@ type HTTPS struct {
 // StartHTTPS serves the repositories under root on a loopback port. A request without the username and
 // password is refused with 401.
 func StartHTTPS(root, username, password string) (*HTTPS, error) {
+	return StartHTTPSOn("127.0.0.1", root, username, password)
+}
+
+// StartHTTPSOn is StartHTTPS on a port of the host's address ip, which its certificate names: the
+// docker-compose test serves on the Docker bridge, for workers in containers.
+func StartHTTPSOn(ip, root, username, password string) (*HTTPS, error) {
 	execPath, err := gitExecPath()
 	if err != nil {
 		return nil, err
 	}
-	pki, err := testpki.New()
+	pki, err := testpki.NewNamed(ip)
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +47,7 @@ func StartHTTPS(root, username, password string) (*HTTPS, error) {
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
 		return nil, err
 	}

@@ -31,7 +31,8 @@ type PKI struct {
 func New() (*PKI, error) { return NewNamed("127.0.0.1") }
 
 // NewNamed is New with the server certificate's common name, also one of its DNS names when it is not an
-// IP address (for a client that checks a server name other than the address it dials).
+// IP address (for a client that checks a server name other than the address it dials), or one of its IP
+// addresses when it is one other than loopback (a server that containers reach on the Docker bridge).
 func NewNamed(name string) (*PKI, error) {
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -52,14 +53,17 @@ func NewNamed(name string) (*PKI, error) {
 		return nil, err
 	}
 	dns := []string{"localhost"}
-	if net.ParseIP(name) == nil && name != "localhost" {
+	ips := []net.IP{net.ParseIP("127.0.0.1"), net.IPv6loopback}
+	if ip := net.ParseIP(name); ip == nil && name != "localhost" {
 		dns = append(dns, name)
+	} else if ip != nil && !ip.IsLoopback() {
+		ips = append(ips, ip)
 	}
 	p := &PKI{CAPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), ca: caCert, caKey: caKey}
 	p.CertPEM, p.KeyPEM, err = p.issue(&x509.Certificate{
 		Subject:     pkix.Name{CommonName: name},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.IPv6loopback}, DNSNames: dns,
+		IPAddresses: ips, DNSNames: dns,
 	})
 	if err != nil {
 		return nil, err
