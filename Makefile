@@ -50,7 +50,7 @@ unit:
 ## test: everything, on real components (Temporal dev server, kube-apiservers with kwok, git), then the
 ## quick benchmark so the harness keeps working (it fails on a broken experiment, never on a number).
 test: tools build vet lint
-	FLOTILLA_BIN=$(CURDIR)/bin $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	FLOTILLA_BIN=$(CURDIR)/bin FLOTILLA_REQUIRE_DOCKER=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	bin/flotilla-bench --quick --out "$(BENCH_QUICK_OUT)"
 
 ## bench: every experiment at full scale (about 30 minutes on 2 cores); prints a table with the targets and
