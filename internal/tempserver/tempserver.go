@@ -13,8 +13,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 	"time"
 
 	"go.temporal.io/api/serviceerror"
@@ -36,8 +34,6 @@ type Options struct {
 	// MTLS, when set, makes the frontend serve the PKI's server certificate and refuse any client without
 	// a certificate its CA signed. Nil: plain gRPC, as the dev server.
 	MTLS *testpki.PKI
-	// DynamicConfig are dynamic config values (key → value), written to the file the server reads.
-	DynamicConfig map[string]any
 	// LogFile is where the server logs; empty: Dir/temporal-server.log.
 	LogFile string
 }
@@ -79,9 +75,6 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 			return nil, err
 		}
 	}
-	if err := s.writeDynamicConfig(); err != nil {
-		return nil, err
-	}
 	return s, s.start(ctx)
 }
 
@@ -105,23 +98,6 @@ func (s *Server) writeCertificates() error {
 		return err
 	}
 	return os.WriteFile(s.keyFile, key, 0o600)
-}
-
-func (s *Server) dynamicConfigFile() string { return filepath.Join(s.o.Dir, "dynamicconfig.yaml") }
-
-// writeDynamicConfig writes the values in the file format: each key a list of constrained values, here
-// one without constraints.
-func (s *Server) writeDynamicConfig() error {
-	keys := make([]string, 0, len(s.o.DynamicConfig))
-	for k := range s.o.DynamicConfig {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	for _, k := range keys {
-		fmt.Fprintf(&b, "%s:\n  - value: %v\n", k, s.o.DynamicConfig[k])
-	}
-	return os.WriteFile(s.dynamicConfigFile(), []byte(b.String()), 0o644)
 }
 
 // startAttempts bounds how often a start is retried after the server died while starting: the nine ports
@@ -157,7 +133,8 @@ func (s *Server) configFile() string { return filepath.Join(s.o.Dir, "config.yam
 // in the dev server; "setup" has the server create the schema in a new file. The system worker (the
 // server's own workflows: namespace deletion, scheduler, …) dials the frontend like any client, so with
 // mTLS it needs a client certificate too: global.tls.systemWorker. Internode traffic stays plain: it
-// never leaves the process's loopback ports and is not what the test is about.
+// never leaves the process's loopback ports and is not what the test is about. No dynamic config: the
+// defaults serve Flotilla, the search attributes the worker creates included.
 func (s *Server) config() string {
 	p := s.ports
 	var tlsConf string
@@ -231,11 +208,8 @@ namespaceDefaults:
   archival:
     history: {state: disabled}
     visibility: {state: disabled}
-dynamicConfigClient:
-  filepath: %[12]q
-  pollInterval: 10s
 `, filepath.Join(s.o.Dir, "temporal.db"), tlsConf, p.frontend, p.frontendHTTP, p.frontendMembership, p.history, p.historyMembership,
-		p.matching, p.matchingMembership, p.worker, p.workerMembership, s.dynamicConfigFile())
+		p.matching, p.matchingMembership, p.worker, p.workerMembership)
 }
 
 // startOnce starts the process on fresh ports and waits until it is ready; died says the process exited
