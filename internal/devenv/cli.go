@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 )
@@ -16,7 +17,9 @@ type CLI struct {
 	Bin, Address, TaskQueue string
 	// Args are global flags given before each command's own, e.g. --codec-key-file.
 	Args []string
-	Out  io.Writer // where its output is copied as it runs, if anywhere
+	// Env are environment variables (NAME=value) added to the caller's, e.g. TEMPORAL_TLS_*.
+	Env []string
+	Out io.Writer // where its output is copied as it runs, if anywhere
 }
 
 // CLIResult is what one run of the CLI printed and how it exited.
@@ -42,6 +45,9 @@ func (c CLI) Run(ctx context.Context, args ...string) error {
 func (c CLI) Exec(ctx context.Context, args ...string) (CLIResult, error) {
 	global := append([]string{"--address", c.Address, "--task-queue", orDefaultQueue(c.TaskQueue)}, c.Args...)
 	cmd := exec.CommandContext(ctx, c.Bin, append(global, args...)...)
+	if len(c.Env) > 0 {
+		cmd.Env = append(os.Environ(), c.Env...)
+	}
 	var stdout, stderr strings.Builder
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr

@@ -38,6 +38,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/internal/localk8s"
 	"github.com/flotilla-gitops/flotilla/internal/proc"
 	"github.com/flotilla-gitops/flotilla/internal/tempdev"
+	"github.com/flotilla-gitops/flotilla/internal/temporalconn"
 	"github.com/flotilla-gitops/flotilla/workflows"
 )
 
@@ -67,10 +68,15 @@ func RequireBinaries(t *testing.T) {
 
 // Stack is one running Flotilla installation.
 type Stack struct {
-	t        *testing.T
-	Dir      string
-	K8s      *localk8s.Env
+	t   *testing.T
+	Dir string
+	K8s *localk8s.Env
+	// Temporal is the dev server the stack started; nil when the test gave its own (Options.Temporal).
 	Temporal *tempdev.Server
+	// address is the Temporal frontend everything connects to.
+	address string
+	// connArgs say how to connect to it (TLS flags with Options.Temporal), for the worker, agents and CLI.
+	connArgs []string
 	Worker   *proc.Process
 	Client   client.Client
 	pool     *agentclient.Pool
@@ -90,6 +96,11 @@ type Options struct {
 	// CodecKeyFile is a keyring the worker, the CLI and the stack's Client encrypt payloads with
 	// (--codec-key-file). Histories are still read raw (HistoriesContaining): encrypted.
 	CodecKeyFile string
+	// Temporal is a Temporal server the test started itself (one requiring mTLS, say), for the stack to use
+	// instead of starting the dev server: its address, and the TLS files the worker, the agents, the CLI and
+	// the stack's Client connect with (passed as --tls-ca-file, --tls-cert-file, --tls-key-file and
+	// --tls-server-name). Its namespace must be the default one.
+	Temporal *temporalconn.Settings
 }
 
 // Start brings a stack up and registers its teardown.
@@ -113,16 +124,29 @@ func Start(t *testing.T, o Options) *Stack {
 	require.NoError(t, err)
 	s.K8s = k8s
 	t.Cleanup(func() { _ = k8s.Stop() })
-	attrs := api.SearchAttributes
-	if o.BareTemporal {
-		attrs = nil
+	copts := client.Options{Logger: sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}
+	if o.Temporal != nil {
+		s.address, s.connArgs = o.Temporal.Address, connArgs(*o.Temporal)
+		s.workerArgs = append(append([]string{}, s.connArgs...), s.workerArgs...)
+		s.cliArgs = append(append([]string{}, s.connArgs...), s.cliArgs...)
+		copts, err = o.Temporal.ClientOptions(copts.Logger)
+		require.NoError(t, err)
+	} else {
+		attrs := api.SearchAttributes
+		if o.BareTemporal {
+			attrs = nil
+		}
+		tmp, err := tempdev.Start(ctx, tempdev.Options{Bin: filepath.Join(BinDir(), "temporal"), Dir: filepath.Join(s.Dir, "temporal"),
+			SearchAttributes: attrs, LogFile: filepath.Join(s.Dir, "temporal.log")})
+		require.NoError(t, err)
+		s.Temporal, s.address = tmp, tmp.Address()
+		t.Cleanup(func() { _ = tmp.Stop() })
 	}
-	tmp, err := tempdev.Start(ctx, tempdev.Options{Bin: filepath.Join(BinDir(), "temporal"), Dir: filepath.Join(s.Dir, "temporal"),
-		SearchAttributes: attrs, LogFile: filepath.Join(s.Dir, "temporal.log")})
-	require.NoError(t, err)
-	s.Temporal = tmp
-	t.Cleanup(func() { _ = tmp.Stop() })
-	c, err := client.Dial(client.Options{HostPort: tmp.Address(), DataConverter: dc, Logger: sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))})
+	copts.HostPort = s.address
+	if dc != nil {
+		copts.DataConverter = dc
+	}
+	c, err := client.Dial(copts)
 	require.NoError(t, err)
 	s.Client = c
 	t.Cleanup(c.Close)
@@ -138,6 +162,21 @@ func Start(t *testing.T, o Options) *Stack {
 	return s
 }
 
+// connArgs are the flags that connect a Flotilla process as st says, beside --address.
+func connArgs(st temporalconn.Settings) []string {
+	var args []string
+	for _, f := range []struct{ flag, value string }{{"--tls-ca-file", st.ServerCAFile}, {"--tls-cert-file", st.ClientCertFile},
+		{"--tls-key-file", st.ClientKeyFile}, {"--tls-server-name", st.ServerName}} {
+		if f.value != "" {
+			args = append(args, f.flag, f.value)
+		}
+	}
+	return args
+}
+
+// Address is the Temporal frontend the stack's processes connect to.
+func (s *Stack) Address() string { return s.address }
+
 func dumpLog(t *testing.T, path string) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -152,7 +191,7 @@ func dumpLog(t *testing.T, path string) {
 
 // StartWorker starts the flotilla-worker binary (again).
 func (s *Stack) StartWorker() {
-	w, err := devenv.StartWorker(devenv.WorkerOptions{Bin: BinDir(), Address: s.Temporal.Address(),
+	w, err := devenv.StartWorker(devenv.WorkerOptions{Bin: BinDir(), Address: s.address,
 		CacheDir: filepath.Join(s.Dir, "gitcache"), LogFile: filepath.Join(s.Dir, "worker.log"), ExtraArgs: s.workerArgs})
 	require.NoError(s.t, err)
 	s.Worker = w
@@ -164,7 +203,7 @@ func (s *Stack) StartWorker() {
 func (s *Stack) StartOtherWorker(name string) *proc.Process {
 	s.t.Helper()
 	logFile := filepath.Join(s.Dir, "worker-"+name+".log")
-	w, err := devenv.StartWorker(devenv.WorkerOptions{Bin: BinDir(), Address: s.Temporal.Address(),
+	w, err := devenv.StartWorker(devenv.WorkerOptions{Bin: BinDir(), Address: s.address,
 		CacheDir: filepath.Join(s.Dir, "cache-"+name), LogFile: logFile, ExtraArgs: s.workerArgs})
 	require.NoError(s.t, err)
 	s.t.Cleanup(func() {
@@ -182,8 +221,8 @@ func (s *Stack) StartOtherWorker(name string) *proc.Process {
 func (s *Stack) StartAgent(name, backing string, extraArgs ...string) *proc.Process {
 	s.t.Helper()
 	logFile := filepath.Join(s.Dir, "agent-"+name+".log")
-	a, err := devenv.StartAgent(devenv.AgentOptions{Bin: BinDir(), Address: s.Temporal.Address(), Cluster: name,
-		Kubeconfig: s.K8s.Kubeconfig(backing), CacheDir: filepath.Join(s.Dir, "agent-"+name), LogFile: logFile, ExtraArgs: extraArgs})
+	a, err := devenv.StartAgent(devenv.AgentOptions{Bin: BinDir(), Address: s.address, Cluster: name,
+		Kubeconfig: s.K8s.Kubeconfig(backing), CacheDir: filepath.Join(s.Dir, "agent-"+name), LogFile: logFile, ExtraArgs: append(append([]string{}, s.connArgs...), extraArgs...)})
 	require.NoError(s.t, err)
 	s.t.Cleanup(func() {
 		_ = a.Stop(5 * time.Second)
@@ -240,7 +279,7 @@ func (s *Stack) CLIWithin(limit time.Duration, args ...string) devenv.CLIResult 
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	res, err := devenv.CLI{Bin: filepath.Join(BinDir(), "flotilla"), Address: s.Temporal.Address(), Args: s.cliArgs}.Exec(ctx, args...)
+	res, err := devenv.CLI{Bin: filepath.Join(BinDir(), "flotilla"), Address: s.address, Args: s.cliArgs}.Exec(ctx, args...)
 	require.NoError(s.t, err, "flotilla %s", strings.Join(args, " "))
 	return res
 }
@@ -724,7 +763,7 @@ func (s *Stack) RecordHistories(names map[string]string) {
 	}
 	require.NoError(s.t, os.MkdirAll(dir, 0o755))
 	for file, id := range names {
-		out, err := exec.Command(filepath.Join(BinDir(), "temporal"), "workflow", "show", "--address", s.Temporal.Address(),
+		out, err := exec.Command(filepath.Join(BinDir(), "temporal"), "workflow", "show", "--address", s.address,
 			"--workflow-id", id, "--output", "json").Output()
 		require.NoError(s.t, err, id)
 		require.NoError(s.t, os.WriteFile(filepath.Join(dir, file), out, 0o644))

@@ -28,8 +28,8 @@ func (s *Stack) Installation() *Installation {
 func (s *Stack) StartInstallation(taskQueue string, workerArgs ...string) *Installation {
 	s.t.Helper()
 	log := filepath.Join(s.Dir, "worker-"+taskQueue+".log")
-	w, err := devenv.StartWorker(devenv.WorkerOptions{Bin: BinDir(), Address: s.Temporal.Address(), TaskQueue: taskQueue,
-		CacheDir: filepath.Join(s.Dir, "gitcache-"+taskQueue), LogFile: log, ExtraArgs: workerArgs})
+	w, err := devenv.StartWorker(devenv.WorkerOptions{Bin: BinDir(), Address: s.address, TaskQueue: taskQueue,
+		CacheDir: filepath.Join(s.Dir, "gitcache-"+taskQueue), LogFile: log, ExtraArgs: append(append([]string{}, s.connArgs...), workerArgs...)})
 	require.NoError(s.t, err)
 	s.t.Cleanup(func() {
 		_ = w.Stop(5 * time.Second)
@@ -43,7 +43,7 @@ func (s *Stack) StartInstallation(taskQueue string, workerArgs ...string) *Insta
 // CLI runs bin/flotilla with the installation's task queue, for a command whose failure the test examines.
 func (i *Installation) CLI(args ...string) devenv.CLIResult {
 	i.s.t.Helper()
-	return runCLI(i.s.t, devenv.CLI{Bin: filepath.Join(BinDir(), "flotilla"), Address: i.s.Temporal.Address(), TaskQueue: i.TaskQueue, Args: i.s.cliArgs}, args...)
+	return runCLI(i.s.t, devenv.CLI{Bin: filepath.Join(BinDir(), "flotilla"), Address: i.s.address, TaskQueue: i.TaskQueue, Args: i.s.cliArgs}, args...)
 }
 
 // CLIRun runs bin/flotilla with the installation's task queue, fails the test unless it succeeds, and
