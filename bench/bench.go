@@ -103,9 +103,6 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 			judge(&results[i])
 		}
 		rep.Results = append(rep.Results, results...)
-		if err == nil {
-			e.results[name] = results
-		}
 		if err != nil {
 			logf("experiment %s failed: %v", name, err)
 			rep.Results = append(rep.Results, Result{Experiment: name, Quick: cfg.Quick, Failed: true, Notes: "FAILED: " + truncate(err.Error(), 400)})
@@ -114,6 +111,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 			}
 			continue
 		}
+		e.results[name] = results
 		logf("experiment %s done in %s", name, time.Since(start).Round(time.Second))
 	}
 	return rep, nil
