@@ -46,7 +46,7 @@ var TunedTemporal = map[string]string{
 
 // Experiments lists every experiment in the order a run performs them.
 var Experiments = []string{
-	"fleet-shape-1x10x3", "fleet-shape-50x3", "gitrepo-50-bundles", "deploy-1x10", "deploy-50x50", "recovery",
+	"fleet-shape-1x10x3", "fleet-shape-50x3", "gitrepo-50-bundles", "deploy-1x10", "deploy-50x50", experimentTwoWorkers, "recovery",
 	"fanout-1000", "idle-check", "orchestration-floor", "remote-chart-100", "agents-50x3",
 }
 
@@ -111,6 +111,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 			}
 			continue
 		}
+		e.results[name] = results
 		logf("experiment %s done in %s", name, time.Since(start).Round(time.Second))
 	}
 	return rep, nil
@@ -157,6 +158,8 @@ func (e *env) experiment(ctx context.Context, name string) ([]Result, error) {
 	case "deploy-50x50":
 		n := e.scale(50, 10)
 		return deployed(deployCase{tag: "d50x50", clusters: n, bundles: n, cms: 1, simulate: true})
+	case experimentTwoWorkers:
+		return e.twoWorkers(ctx, name)
 	case "recovery":
 		n := e.scale(50, 10)
 		res, _, err := e.deploy(ctx, deployCase{experiment: name, tag: "recovery", clusters: n, bundles: n, cms: 1, simulate: true,
@@ -221,6 +224,8 @@ func judge(r *Result) {
 		set(fmt.Sprintf("ratio ≤ %.2f", targetDeploy1x10Ratio), *r.Ratio <= targetDeploy1x10Ratio)
 	case r.Experiment == "deploy-50x50" && r.Clusters == 50:
 		set(fmt.Sprintf("≤ %.0f s", targetDeploy50x50), r.FlotillaSeconds <= targetDeploy50x50)
+	case r.Experiment == experimentTwoWorkers && r.Clusters == 50 && r.Ratio != nil:
+		set(fmt.Sprintf("2 workers / 1 ≤ %.2f", targetTwoWorkersRatio), *r.Ratio <= targetTwoWorkersRatio)
 	case r.Experiment == "fanout-1000" && r.Clusters == 1000:
 		set(fmt.Sprintf("≤ %.0f s", targetFanout1000), r.FlotillaSeconds <= targetFanout1000)
 	case r.Experiment == "recovery" && r.DuplicatedRevisions != nil:

@@ -230,3 +230,61 @@ func TestAgentsRowIsTheMeanOfItsRollouts(t *testing.T) {
 	require.Nil(t, row.DiscoveredSeconds, "no plan time is measured here")
 	require.Nil(t, row.ChartArchiveGets)
 }
+
+// deploy-50x50-2workers is judged at full scale on its ratio to one worker: equal time meets the goal,
+// a slower second worker misses it, and a quick row carries no verdict.
+func TestTwoWorkersIsJudgedOnTheirRatioToOne(t *testing.T) {
+	quick := Result{Experiment: experimentTwoWorkers, Clusters: 10, Bundles: 10, Workers: 2, Ratio: ptr(0.5)}
+	judge(&quick)
+	require.Nil(t, quick.TargetMet)
+
+	even := Result{Experiment: experimentTwoWorkers, Clusters: 50, Bundles: 50, Workers: 2, Ratio: ptr(1.0)}
+	judge(&even)
+	require.True(t, *even.TargetMet)
+	require.Equal(t, "2 workers / 1 ≤ 1.00", even.Target)
+
+	slower := Result{Experiment: experimentTwoWorkers, Clusters: 50, Bundles: 50, Workers: 2, Ratio: ptr(1.01)}
+	judge(&slower)
+	require.False(t, *slower.TargetMet)
+
+	one := Result{Experiment: "deploy-50x50", Clusters: 50, Bundles: 50, FlotillaSeconds: 40, Ratio: ptr(3.0)}
+	judge(&one)
+	require.Equal(t, "≤ 50 s", one.Target, "the one-worker row keeps its own goal")
+}
+
+// Tasks are credited to a worker by the process ID its SDK identity starts with; a PID that merely
+// ends the same way, or a killed generation's identity, is nobody's.
+func TestTasksAreCreditedToTheWorkerOfTheirIdentity(t *testing.T) {
+	counts := map[string]int64{"1234@bench@": 7, "5678@bench@": 3, "11234@bench@": 100, "999@bench@": 50}
+	require.Equal(t, []int64{7, 3}, byWorker(counts, []int{1234, 5678}))
+	require.Equal(t, []int64{0}, byWorker(map[string]int64{}, []int{1234}))
+}
+
+// Both workers must have completed an activity, or the row timed one worker twice: that is a broken
+// experiment, not a slow one.
+func TestAWorkerThatDidNothingBreaksTheExperiment(t *testing.T) {
+	require.NoError(t, everyWorkerWorked([]int64{120, 1}))
+	err := everyWorkerWorked([]int64{240, 0})
+	require.ErrorContains(t, err, "worker 2 of 2 completed no activity (activities per worker 240/0)")
+}
+
+// The first worker of a run keeps the files and command line a one-worker run always had; the others get
+// their own cache and log, and no listener from the environment that would clash with the first's.
+func TestExtraWorkersGetTheirOwnFilesAndNoListeners(t *testing.T) {
+	r := &run{workerArgs: []string{"--credentials", "c.yaml"}}
+	require.Equal(t, "gitcache", workerFile("gitcache", 0))
+	require.Equal(t, "worker.log", workerFile("worker.log", 0))
+	require.Equal(t, "gitcache-2", workerFile("gitcache", 1))
+	require.Equal(t, "worker-2.log", workerFile("worker.log", 1))
+	require.Equal(t, []string{"--credentials", "c.yaml"}, r.workerArgsFor(0))
+	require.Equal(t, []string{"--credentials", "c.yaml", "--pprof-listen=", "--metrics-listen="}, r.workerArgsFor(1))
+	require.Equal(t, []string{"--credentials", "c.yaml"}, r.workerArgs, "the run's own arguments are not changed")
+}
+
+// A two-worker row prints both workers' shares and the one-worker time beside its own.
+func TestTwoWorkersRowShowsEachWorkersShare(t *testing.T) {
+	d := details(Result{Experiment: experimentTwoWorkers, Workers: 2, OneWorkerSeconds: ptr(40.0),
+		WorkerActivities: []int64{300, 280}, WorkerWorkflowTasks: []int64{150, 140}})
+	require.Contains(t, d, "2 workers on one task queue, 1 worker 40.00s; activities per worker 300/280, workflow tasks 150/140")
+	require.NotContains(t, details(Result{Experiment: "deploy-50x50"}), "workers")
+}

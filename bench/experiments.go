@@ -66,6 +66,8 @@ type deployCase struct {
 	workerArgs []string
 	// agents registers every cluster in pull mode, each with a flotilla-agent of its own (agents-50x3).
 	agents bool
+	// workers is how many flotilla-worker processes share the run's Temporal and task queue (0 means 1).
+	workers int
 }
 
 func (e *env) deploy(ctx context.Context, dc deployCase) (Result, *run, error) {
@@ -88,6 +90,9 @@ func (e *env) deploy(ctx context.Context, dc deployCase) (Result, *run, error) {
 	}
 	res := Result{Experiment: dc.experiment, Clusters: dc.clusters, Bundles: dc.bundles, ResourcesPerCluster: dc.bundles * dc.cms,
 		RealAPIServers: min(dc.clusters, len(e.apiservers)), SimulatedClusters: simulated, Quick: e.cfg.Quick}
+	if dc.workers > 1 {
+		res.Workers = dc.workers
+	}
 	if simulated {
 		res.RealAPIServers = len(e.apiservers)
 	}
@@ -97,7 +102,7 @@ func (e *env) deploy(ctx context.Context, dc deployCase) (Result, *run, error) {
 		}
 	}
 
-	r, err := e.startRun(ctx, dc.tag, clusters, map[string]string{"bench": dc.tag}, dc.workerArgs)
+	r, err := e.startRun(ctx, dc.tag, clusters, map[string]string{"bench": dc.tag}, dc.workerArgs, dc.workers)
 	if err != nil {
 		return res, nil, err
 	}

@@ -97,6 +97,16 @@ type Result struct {
 	ContentWorkflows     *int64 `json:"content_workflows,omitempty"`
 	IdleContentWorkflows *int64 `json:"idle_content_workflows,omitempty"`
 
+	// Workers is how many flotilla-worker processes shared the task queue, on a row that ran more than one
+	// (deploy-50x50-2workers); OneWorkerSeconds is then the one-worker time of the same shape in the same
+	// run, which the row's ratio divides by.
+	Workers          int      `json:"workers,omitempty"`
+	OneWorkerSeconds *float64 `json:"one_worker_seconds,omitempty"`
+	// WorkerActivities and WorkerWorkflowTasks are the activities (local ones included) and workflow tasks
+	// each worker completed, over every workflow of the run, read from the histories' identities.
+	WorkerActivities    []int64 `json:"worker_activities,omitempty"`
+	WorkerWorkflowTasks []int64 `json:"worker_workflow_tasks,omitempty"`
+
 	// FleetSeconds is Rancher Fleet's median on the same shape and machine kind (fleet-shape rows).
 	FleetSeconds *float64 `json:"fleet_seconds,omitempty"`
 	Target       string   `json:"target,omitempty"`
@@ -223,6 +233,10 @@ func details(r Result) string {
 	}
 	if r.CheckIntervalSeconds > 0 && r.ClusterAccess != "" {
 		parts = append(parts, fmt.Sprintf("idle: %d windows, %.1f check intervals of %.0fs in all", r.Rollouts, r.Intervals, r.CheckIntervalSeconds))
+	}
+	if r.Workers > 1 {
+		parts = append(parts, fmt.Sprintf("%d workers on one task queue, 1 worker %s; activities per worker %s, workflow tasks %s",
+			r.Workers, fmtPtr(r.OneWorkerSeconds), joinCounts(r.WorkerActivities), joinCounts(r.WorkerWorkflowTasks)))
 	}
 	if r.FloorSeconds != nil {
 		parts = append(parts, fmt.Sprintf("empty workflow shape done in %.2fs", *r.FloorSeconds))

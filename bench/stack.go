@@ -40,10 +40,13 @@ type env struct {
 	apiservers []string
 	scrapers   []*apiServerScraper
 	logf       func(format string, args ...any)
+	// results are the rows of every experiment of the run that succeeded so far, by experiment: a row
+	// measured against another experiment's (deploy-50x50-2workers) takes it from here.
+	results map[string][]Result
 }
 
 func startEnv(ctx context.Context, cfg Config, logf func(string, ...any)) (*env, error) {
-	e := &env{cfg: cfg, dir: cfg.WorkDir, logf: logf}
+	e := &env{cfg: cfg, dir: cfg.WorkDir, logf: logf, results: map[string][]Result{}}
 	var specs []localk8s.ClusterOptions
 	for i := 0; i < cfg.APIServers; i++ {
 		name := fmt.Sprintf("api-%d", i)
@@ -170,8 +173,12 @@ type run struct {
 	name     string
 	dir      string
 	temporal *tempdev.Server
-	worker   *proc.Process
-	client   client.Client
+	// workers are the flotilla-worker processes of the current generation, all on one task queue; a run
+	// has one unless its experiment asks for more (deploy-50x50-2workers).
+	workers []*proc.Process
+	// workerCount is how many workers every start starts.
+	workerCount int
+	client      client.Client
 	// queries counts the status queries this benchmark sent, which Temporal also counts as actions.
 	queries atomic.Int64
 	// workerCPUBefore is the CPU time of worker processes that were killed, so totals survive a restart.
@@ -184,11 +191,11 @@ type run struct {
 	clusters []benchCluster
 }
 
-// startRun starts Temporal with the clusters already in the inventory, then the worker, and waits until
-// the worker polls. Starting the inventory with its content is what continue-as-new does; it spares
-// the benchmark a thousand updates that are not what it measures.
-func (e *env) startRun(ctx context.Context, name string, clusters []benchCluster, labels map[string]string, workerArgs []string) (*run, error) {
-	r := &run{e: e, name: name, dir: filepath.Join(e.dir, "runs", name), workerArgs: workerArgs, clusters: clusters}
+// startRun starts Temporal with the clusters already in the inventory, then the workers (at least one),
+// and waits until every worker polls. Starting the inventory with its content is what continue-as-new
+// does; it spares the benchmark a thousand updates that are not what it measures.
+func (e *env) startRun(ctx context.Context, name string, clusters []benchCluster, labels map[string]string, workerArgs []string, workers int) (*run, error) {
+	r := &run{e: e, name: name, dir: filepath.Join(e.dir, "runs", name), workerArgs: workerArgs, clusters: clusters, workerCount: max(workers, 1)}
 	tmp, err := tempdev.Start(ctx, tempdev.Options{Bin: filepath.Join(e.cfg.BinDir, "temporal"), Dir: filepath.Join(r.dir, "temporal"),
 		Headless: true, SearchAttributes: api.SearchAttributes, LogFile: filepath.Join(r.dir, "temporal.log"),
 		DynamicConfig: e.cfg.TemporalDynamicConfig})
@@ -226,34 +233,63 @@ func (e *env) startRun(ctx context.Context, name string, clusters []benchCluster
 	return r, nil
 }
 
+// startWorker starts the run's workers on its Temporal and task queue and waits until each one polls
+// both the workflow and the activity queue, so that a measurement never includes a worker's start-up.
 func (r *run) startWorker(ctx context.Context) error {
-	w, err := devenv.StartWorker(devenv.WorkerOptions{Bin: r.e.cfg.BinDir, Address: r.temporal.Address(), TaskQueue: api.DefaultTaskQueue,
-		CacheDir: filepath.Join(r.dir, "gitcache"), LogFile: filepath.Join(r.dir, "worker.log"), ExtraArgs: r.workerArgs})
-	if err != nil {
-		return err
+	r.workers = nil
+	for i := 0; i < r.workerCount; i++ {
+		w, err := devenv.StartWorker(devenv.WorkerOptions{Bin: r.e.cfg.BinDir, Address: r.temporal.Address(), TaskQueue: api.DefaultTaskQueue,
+			CacheDir: filepath.Join(r.dir, workerFile("gitcache", i)), LogFile: r.workerLog(i), ExtraArgs: r.workerArgsFor(i)})
+		if err != nil {
+			return err
+		}
+		r.workers = append(r.workers, w)
 	}
-	r.worker = w
 	// Generous: a benchmark may share its 2 cores with a build; the deadline only catches a wedged worker.
 	deadline := time.Now().Add(3 * time.Minute)
-	for time.Now().Before(deadline) {
-		if r.polled(ctx, enumspb.TASK_QUEUE_TYPE_WORKFLOW) && r.polled(ctx, enumspb.TASK_QUEUE_TYPE_ACTIVITY) {
-			return nil
+	for i, w := range r.workers {
+		for !r.polled(ctx, w, enumspb.TASK_QUEUE_TYPE_WORKFLOW) || !r.polled(ctx, w, enumspb.TASK_QUEUE_TYPE_ACTIVITY) {
+			if !w.Alive() {
+				return fmt.Errorf("flotilla-worker exited at start-up:\n%s", proc.Tail(r.workerLog(i), 20))
+			}
+			if time.Now().After(deadline) {
+				return errors.New("flotilla-worker does not poll its task queue after 3 minutes")
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
-		if !w.Alive() {
-			return fmt.Errorf("flotilla-worker exited at start-up:\n%s", proc.Tail(filepath.Join(r.dir, "worker.log"), 20))
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
-	return errors.New("flotilla-worker does not poll its task queue after 3 minutes")
+	return nil
 }
 
-// polled reports whether a worker process of the current generation polls the task queue.
-func (r *run) polled(ctx context.Context, t enumspb.TaskQueueType) bool {
+// workerFile names worker i's own file or folder: the first worker keeps the name a one-worker run has
+// always used, the others get theirs, so that no two workers share a git cache.
+func workerFile(name string, i int) string {
+	if i == 0 {
+		return name
+	}
+	ext := filepath.Ext(name)
+	return fmt.Sprintf("%s-%d%s", strings.TrimSuffix(name, ext), i+1, ext)
+}
+
+func (r *run) workerLog(i int) string { return filepath.Join(r.dir, workerFile("worker.log", i)) }
+
+// workerArgsFor is worker i's command line beyond devenv's. The first worker's is the run's; the others
+// also turn off the listeners the environment may turn on (FLOTILLA_PPROF_LISTEN, FLOTILLA_METRICS_LISTEN,
+// a debugging aid for one worker), which would otherwise clash on one port and stop them at start-up.
+func (r *run) workerArgsFor(i int) []string {
+	if i == 0 {
+		return r.workerArgs
+	}
+	return append(append([]string{}, r.workerArgs...), "--pprof-listen=", "--metrics-listen=")
+}
+
+// polled reports whether worker process w polls the task queue.
+func (r *run) polled(ctx context.Context, w *proc.Process, t enumspb.TaskQueueType) bool {
 	resp, err := r.client.DescribeTaskQueue(ctx, api.DefaultTaskQueue, t)
 	if err != nil {
 		return false
 	}
-	pid := fmt.Sprintf("%d@", r.worker.PID())
+	pid := fmt.Sprintf("%d@", w.PID())
 	for _, p := range resp.GetPollers() {
 		if strings.HasPrefix(p.GetIdentity(), pid) {
 			return true
@@ -262,20 +298,40 @@ func (r *run) polled(ctx context.Context, t enumspb.TaskQueueType) bool {
 	return false
 }
 
-// killWorker kills the worker as a crash would, keeping its CPU time for the totals.
+// killWorker kills every worker as a crash would, keeping their CPU time for the totals.
 func (r *run) killWorker() error {
-	r.workerCPUBefore += cpuSeconds(r.worker.PID())
-	return r.worker.Kill()
+	var errs []error
+	for _, w := range r.workers {
+		r.workerCPUBefore += cpuSeconds(w.PID())
+		errs = append(errs, w.Kill())
+	}
+	return errors.Join(errs...)
 }
 
-func (r *run) workerCPU() float64 { return r.workerCPUBefore + cpuSeconds(r.worker.PID()) }
+// workerCPU is the CPU time of every worker of the run, killed generations included.
+func (r *run) workerCPU() float64 {
+	sum := r.workerCPUBefore
+	for _, w := range r.workers {
+		sum += cpuSeconds(w.PID())
+	}
+	return sum
+}
+
+// workerMemoryMB is the highest VmHWM among the workers, and the VmRSS of all of them together.
+func (r *run) workerMemoryMB() (peak, current float64) {
+	for _, w := range r.workers {
+		p, c := memoryMB(w.PID())
+		peak, current = max(peak, p), current+c
+	}
+	return peak, current
+}
 
 func (r *run) stop() {
 	for _, a := range r.agents {
 		_ = a.Stop(5 * time.Second)
 	}
-	if r.worker != nil {
-		_ = r.worker.Stop(5 * time.Second)
+	for _, w := range r.workers {
+		_ = w.Stop(5 * time.Second)
 	}
 	if r.client != nil {
 		r.client.Close()
@@ -397,11 +453,13 @@ func (r *run) historyEvents(ctx context.Context, workflowID string) (events int6
 
 // snapshot is every counter at one moment.
 type snapshot struct {
-	at                            time.Time
-	apiRequests, actions          float64
-	queries                       int64
-	worker, temporal, kube, etcd  float64
-	bench                         float64
+	at                           time.Time
+	apiRequests, actions         float64
+	queries                      int64
+	worker, temporal, kube, etcd float64
+	bench                        float64
+	// worker is the CPU of every worker; workerPeakMB the highest worker's VmHWM, workerCurrentMB all
+	// workers' VmRSS together (one worker's own figures in a one-worker run).
 	workerPeakMB, workerCurrentMB float64
 	// agents is the CPU of every flotilla-agent of the run, agentPeakMB the highest VmHWM among them.
 	agents, agentPeakMB float64
@@ -420,9 +478,9 @@ func (r *run) snapshot(ctx context.Context) (snapshot, error) {
 		}
 		s.temporal = cpuSeconds(r.temporal.PID())
 	}
-	if r.worker != nil {
+	if len(r.workers) > 0 {
 		s.worker = r.workerCPU()
-		s.workerPeakMB, s.workerCurrentMB = memoryMB(r.worker.PID())
+		s.workerPeakMB, s.workerCurrentMB = r.workerMemoryMB()
 	}
 	for _, a := range r.agents {
 		s.agents += cpuSeconds(a.PID())
