@@ -205,6 +205,8 @@ func Objects(cluster, workspace string, cfg Config, apiKey string) []map[string]
 		envVar("FLOTILLA_HELM_BURST", strconv.Itoa(cfg.HelmBurst)),
 		// Helm writes its cache and configuration under $HOME, and the root filesystem is read-only.
 		envVar("HOME", "/tmp"),
+		// Prometheus metrics at /metrics, and /healthz for the readiness probe: ready once it polls.
+		envVar("FLOTILLA_METRICS_LISTEN", fmt.Sprintf(":%d", MetricsPort)),
 	}
 	selector := map[string]any{"app.kubernetes.io/name": Name}
 	return []map[string]any{
@@ -262,6 +264,11 @@ func Objects(cluster, workspace string, cfg Config, apiKey string) []map[string]
 							"resources": map[string]any{
 								"requests": map[string]any{"cpu": "100m", "memory": "128Mi"},
 							},
+							"ports": []any{map[string]any{"name": "metrics", "containerPort": MetricsPort, "protocol": "TCP"}},
+							"readinessProbe": map[string]any{
+								"httpGet":       map[string]any{"path": "/healthz", "port": "metrics"},
+								"periodSeconds": 10, "failureThreshold": 3,
+							},
 							"volumeMounts": []any{map[string]any{"name": "tmp", "mountPath": "/tmp"}},
 						}},
 						"volumes": []any{map[string]any{"name": "tmp", "emptyDir": map[string]any{}}},
@@ -271,6 +278,9 @@ func Objects(cluster, workspace string, cfg Config, apiKey string) []map[string]
 		},
 	}
 }
+
+// MetricsPort is where the agent's pod serves Prometheus metrics and its readiness (/healthz).
+const MetricsPort = 9090
 
 func envVar(name, value string) map[string]any { return map[string]any{"name": name, "value": value} }
 

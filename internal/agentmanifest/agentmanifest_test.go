@@ -114,8 +114,14 @@ func TestTheManifestIsTheAgentsKubernetesObjects(t *testing.T) {
 	require.Equal(t, map[string]string{"TEMPORAL_ADDRESS": "temporal.example.com:7233", "TEMPORAL_NAMESPACE": "prod",
 		"FLOTILLA_TASK_QUEUE": "flotilla", "FLOTILLA_CLUSTER": "edge-1", "FLOTILLA_WORKSPACE": "fleet-default",
 		"FLOTILLA_LOG_LEVEL": "debug", "FLOTILLA_MAX_CONCURRENT_ACTIVITIES": "8",
-		"FLOTILLA_HELM_QPS": "12.5", "FLOTILLA_HELM_BURST": "100", "HOME": "/tmp"}, env, "every setting that is no secret is plain env")
+		"FLOTILLA_HELM_QPS": "12.5", "FLOTILLA_HELM_BURST": "100", "HOME": "/tmp", "FLOTILLA_METRICS_LISTEN": ":9090"}, env,
+		"every setting that is no secret is plain env")
 	require.False(t, c.Resources.Requests.Cpu().IsZero())
+	// Prometheus scrapes the named port; the pod is ready once the agent polls its queue.
+	require.Equal(t, int32(9090), c.Ports[0].ContainerPort)
+	require.Equal(t, "metrics", c.Ports[0].Name)
+	require.Equal(t, "/healthz", c.ReadinessProbe.HTTPGet.Path)
+	require.Equal(t, "metrics", c.ReadinessProbe.HTTPGet.Port.String())
 
 	var crb rbacv1.ClusterRoleBinding
 	require.NoError(t, yaml.Unmarshal(docs["ClusterRoleBinding"], &crb))
