@@ -6,7 +6,8 @@ GO ?= go
 # VERSION is what the binaries report (`flotilla cluster list` shows it for each agent) and the agent
 # image's default tag.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-GOBUILD = $(GO) build -trimpath -ldflags "-X github.com/flotilla-gitops/flotilla/internal/version.Version=$(VERSION)"
+# GO_LDFLAGS_EXTRA: e.g. "-s -w" for the smaller binaries of the Dockerfile.
+GOBUILD = $(GO) build -trimpath -ldflags "$(GO_LDFLAGS_EXTRA) -X github.com/flotilla-gitops/flotilla/internal/version.Version=$(VERSION)"
 TEST_TIMEOUT ?= 40m
 export CGO_ENABLED ?= 0
 
