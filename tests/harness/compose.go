@@ -25,6 +25,8 @@ type Compose struct {
 	Project string
 	root    string
 	env     []string
+	// profiles are enabled in every command, so that `down` takes their services down too.
+	profiles []string
 }
 
 // RepoRoot is the checkout the tests run from.
@@ -82,11 +84,11 @@ func BuildImages(t *testing.T) {
 }
 
 // StartCompose brings the stack up (`up -d --no-build`, waiting for every dependency condition of the
-// compose file) with settings as its environment, and takes it down with its volumes when the test ends,
-// showing the services' last log lines first if the test failed.
-func StartCompose(t *testing.T, project string, settings map[string]string) *Compose {
+// compose file) with settings as its environment and the services of profiles too, and takes it down with
+// its volumes when the test ends, showing the services' last log lines first if the test failed.
+func StartCompose(t *testing.T, project string, settings map[string]string, profiles ...string) *Compose {
 	t.Helper()
-	c := &Compose{t: t, Project: project, root: RepoRoot(), env: os.Environ()}
+	c := &Compose{t: t, Project: project, root: RepoRoot(), env: os.Environ(), profiles: profiles}
 	for k, v := range settings {
 		c.env = append(c.env, k+"="+v)
 	}
@@ -108,8 +110,12 @@ func StartCompose(t *testing.T, project string, settings map[string]string) *Com
 func (c *Compose) Run(limit time.Duration, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	full := append([]string{"-p", c.Project, "-f", filepath.Join(c.root, "docker-compose.yml"),
-		"-f", filepath.Join(c.root, "tests", "compose", "images.yml")}, args...)
+	full := []string{"-p", c.Project, "-f", filepath.Join(c.root, "docker-compose.yml"),
+		"-f", filepath.Join(c.root, "tests", "compose", "images.yml")}
+	for _, p := range c.profiles {
+		full = append(full, "--profile", p)
+	}
+	full = append(full, args...)
 	cmd := exec.CommandContext(ctx, "docker-compose", full...)
 	cmd.Dir = c.root
 	cmd.Env = c.env
