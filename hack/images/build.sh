@@ -48,10 +48,17 @@ users() { # users <rootfs> <name> <uid>: /etc/passwd and /etc/group naming root 
 
 build() { # build <name> <context>
   local tag=flotilla-test/$1:${FLOTILLA_TEST_IMAGE_TAG:-test}
+  local before after
+  before=$(docker image inspect -f '{{.Id}}' "$tag" 2>/dev/null || true)
   echo "building $tag" >&2
   if ! docker build -q -t "$tag" "$2" > "$work/build.log" 2>&1; then
     cat "$work/build.log" >&2
     return 1
+  fi
+  # The image this one replaces would stay behind untagged, a few hundred MB per run.
+  after=$(docker image inspect -f '{{.Id}}' "$tag")
+  if [ -n "$before" ] && [ "$before" != "$after" ]; then
+    docker image rm "$before" >/dev/null 2>&1 || true
   fi
 }
 
