@@ -31,8 +31,8 @@ import (
 )
 
 // The stack users run with `docker-compose up` (PostgreSQL, the Temporal server on it with its schema set
-// up, the Web UI, two workers) deploys a private repository over HTTPS to real clusters registered by
-// their mounted kubeconfigs. One worker container is killed mid-rollout and the other finishes it, with
+// up, the Web UI, two workers, and an agent) deploys a private repository over HTTPS to real clusters:
+// three registered by their mounted kubeconfigs, one in pull mode through the compose file's agent. One worker container is killed mid-rollout and the other finishes it, with
 // one Helm revision per release; the PostgreSQL and Temporal containers are restarted and nothing is lost
 // or redeployed, and the next commit still rolls out; `down -v` leaves no container, volume or network.
 func TestTheComposedStackRollsOutThroughAWorkerKillAndARestartedDatabase(t *testing.T) {
@@ -81,21 +81,32 @@ func TestTheComposedStackRollsOutThroughAWorkerKillAndARestartedDatabase(t *test
 	stack := harness.StartCompose(t, fmt.Sprintf("flotilla-e2e-%d", os.Getpid()), map[string]string{
 		"TEMPORAL_PORT": temporalPort, "TEMPORAL_UI_PORT": uiPort, "FLOTILLA_WEBHOOK_PORT": harness.FreePort(t),
 		"FLOTILLA_WEBHOOK_ADDRESS": "127.0.0.1", "POSTGRES_PASSWORD": "composed-db-pa55",
-		"FLOTILLA_CLUSTERS_DIR": kubeconfigs, "FLOTILLA_CREDENTIALS_DIR": creds,
-	})
+		"FLOTILLA_CLUSTERS_DIR": kubeconfigs, "FLOTILLA_CREDENTIALS_DIR": creds, "FLOTILLA_AGENT_CLUSTER": "edge-4",
+	}, "agent")
 	address := "127.0.0.1:" + temporalPort
 
-	resp, err := http.Get("http://127.0.0.1:" + uiPort + "/api/v1/namespaces")
-	require.NoError(t, err, "the Web UI answers")
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
-	require.Contains(t, string(body), `"name": "default"`, "the Web UI reaches Temporal, whose namespace the stack created")
+	// `up` returns once containers run; the Web UI answers a moment later, through Temporal.
+	var body string
+	require.Eventually(t, func() bool {
+		resp, err := http.Get("http://127.0.0.1:" + uiPort + "/api/v1/namespaces")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		body = string(b)
+		return resp.StatusCode == http.StatusOK
+	}, 3*time.Minute, 250*time.Millisecond, "the Web UI answers")
+	require.Contains(t, body, `"name": "default"`, "the Web UI reaches Temporal, whose namespace the stack created")
 
-	// Clusters are registered as the compose file says: by the path their kubeconfig is mounted at.
+	// Clusters are registered as the compose file says: by the path their kubeconfig is mounted at, or in
+	// pull mode for the one the stack's agent serves.
 	for _, name := range clusters {
-		stack.MustRun(2*time.Minute, "run", "--rm", "flotilla", "flotilla", "cluster", "add", name,
-			"--kubeconfig", "/etc/flotilla/clusters/"+name+".yaml", "--label", "env=edge")
+		how := []string{"--kubeconfig", "/etc/flotilla/clusters/" + name + ".yaml"}
+		if name == "edge-4" {
+			how = []string{"--agent"}
+		}
+		stack.MustRun(2*time.Minute, append([]string{"run", "--rm", "flotilla", "flotilla", "cluster", "add", name, "--label", "env=edge"}, how...)...)
 	}
 
 	c, err := client.Dial(client.Options{HostPort: address, Logger: sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))})
@@ -170,6 +181,12 @@ func TestTheComposedStackRollsOutThroughAWorkerKillAndARestartedDatabase(t *test
 		assert.Equal(t, 2, rev, "%s: one more revision for one more commit", rel)
 	}
 	require.Equal(t, "two", configMapValue(t, k8s, "edge-1"))
+
+	// A wrong database password stops the schema setup at once, saying which database, where and as whom.
+	out, err := stack.Run(2*time.Minute, "run", "--rm", "-e", "SQL_PASSWORD=not-the-password", "temporal-schema")
+	require.Error(t, err, "the schema setup fails:\n%s", out)
+	require.Contains(t, out, "temporal-schema: cannot create database temporal on postgresql:5432 as temporal:", out)
+	require.Contains(t, out, "password authentication failed for user", out)
 
 	stack.MustRun(3*time.Minute, "down", "-v", "--remove-orphans", "--timeout", "5")
 	require.Empty(t, stack.Leftovers(), "down -v leaves no container, volume or network of the project")
