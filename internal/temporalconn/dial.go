@@ -151,6 +151,9 @@ func explain(s Settings, err error) error {
 	case codes.Unauthenticated:
 		return &dialError{kind: ErrUnauthenticated, msg: fmt.Sprintf("Temporal at %s refused our credentials: %v; %s", s.Address, err, credentialHint(s)), err: err}
 	case codes.PermissionDenied:
+		if hint, expired := expiredKeyHint(s, time.Now()); expired {
+			return &dialError{kind: ErrUnauthenticated, msg: fmt.Sprintf("Temporal at %s refused our credentials: %v; %s", s.Address, err, hint), err: err}
+		}
 		return &dialError{kind: ErrPermissionDenied, msg: fmt.Sprintf("Temporal at %s denied access to namespace %q: %v; check that %s may use it, or --temporal-namespace (env TEMPORAL_NAMESPACE)",
 			s.Address, s.Namespace, err, credentialName(s)), err: err}
 	case codes.NotFound:
@@ -234,6 +237,9 @@ func credentialName(s Settings) string {
 }
 
 func credentialHint(s Settings) string {
+	if hint, expired := expiredKeyHint(s, time.Now()); expired {
+		return hint
+	}
 	switch {
 	case s.APIKeyFile != "" || strings.TrimSpace(envAPIKey()) != "":
 		return "check " + credentialName(s) + ": it may be wrong, expired or revoked"
