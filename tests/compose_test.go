@@ -34,7 +34,8 @@ import (
 // up, the Web UI, two workers, and an agent) deploys a private repository over HTTPS to real clusters:
 // three registered by their mounted kubeconfigs, one in pull mode through the compose file's agent. One worker container is killed mid-rollout and the other finishes it, with
 // one Helm revision per release; the PostgreSQL and Temporal containers are restarted and nothing is lost
-// or redeployed, and the next commit still rolls out; `down -v` leaves no container, volume or network.
+// or redeployed, nor by a second `up`; the next commit still rolls out; `down -v` leaves no container,
+// volume or network.
 func TestTheComposedStackRollsOutThroughAWorkerKillAndARestartedDatabase(t *testing.T) {
 	harness.RequireDocker(t)
 	harness.RequireBinaries(t)
@@ -171,6 +172,17 @@ func TestTheComposedStackRollsOutThroughAWorkerKillAndARestartedDatabase(t *test
 		}, 3*time.Minute, 250*time.Millisecond, "cluster %s checked again after the restart", name)
 	}
 	require.Equal(t, deployed, revisions(), "the restart redeployed nothing")
+
+	// A second `up`, as after an upgrade or a changed setting, runs the schema and namespace setup again over
+	// the databases and namespace that exist: both succeed and change nothing, and nothing is redeployed.
+	stack.MustRun(10*time.Minute, "up", "-d", "--no-build")
+	schemaLog := stack.MustRun(time.Minute, "logs", "--no-color", "temporal-schema")
+	require.Equal(t, 2, strings.Count(schemaLog, "temporal-schema: database temporal_visibility is at the current"), "the schema setup ran twice:\n%s", schemaLog)
+	require.Contains(t, stack.MustRun(time.Minute, "logs", "--no-color", "temporal-namespace"), "temporal-namespace: namespace default exists")
+	waitComposedStatus(t, c, 5*time.Minute, "Ready at the same commit after a second up", func(st api.GitRepoStatus) bool {
+		return harness.AllReady(st) && st.Commit == first.Commit
+	})
+	require.Equal(t, deployed, revisions(), "a second up redeployed nothing")
 
 	// The next commit rolls out on the restarted stack, once per release.
 	next := commitBundles(t, repo, "two")
