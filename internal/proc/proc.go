@@ -3,6 +3,7 @@
 package proc
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -266,4 +267,30 @@ func Tail(path string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// AwaitReady polls ready every poll until it succeeds, the process exits, limit passes or ctx ends.
+// died says the process exited first, so that a caller may start it again (on ports taken meanwhile, say).
+// Errors name the process and carry the last lines of its log. A process that never became ready is killed.
+func (p *Process) AwaitReady(ctx context.Context, limit, poll time.Duration, ready func(context.Context) error) (died bool, err error) {
+	deadline := time.Now().Add(limit)
+	for {
+		err := ready(ctx)
+		if err == nil {
+			return false, nil
+		}
+		if !p.Alive() {
+			return true, fmt.Errorf("%s exited while starting (%v):\n%s", p.spec.Name, err, Tail(p.spec.LogFile, 15))
+		}
+		if time.Now().After(deadline) {
+			_ = p.Kill()
+			return false, fmt.Errorf("%s not ready after %s (%v):\n%s", p.spec.Name, limit, err, Tail(p.spec.LogFile, 15))
+		}
+		select {
+		case <-ctx.Done():
+			_ = p.Kill()
+			return false, ctx.Err()
+		case <-time.After(poll):
+		}
+	}
 }

@@ -149,32 +149,13 @@ func (s *Server) startOnce(ctx context.Context) (died bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	p, err := proc.Start(proc.Spec{Detached: s.o.Detached, Name: "temporal", Path: s.o.Bin, Args: args, LogFile: s.o.LogFile, PIDFile: s.o.PIDFile})
+	p, err := proc.Start(proc.Spec{Detached: s.o.Detached, Name: "temporal dev server", Path: s.o.Bin, Args: args, LogFile: s.o.LogFile, PIDFile: s.o.PIDFile})
 	if err != nil {
 		return false, err
 	}
 	s.p = p
-	// Generous: the deadline only catches a server that never comes up, not a slow start on a loaded machine.
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		err := s.ready(ctx)
-		if err == nil {
-			return false, nil
-		}
-		if !p.Alive() {
-			return true, fmt.Errorf("temporal dev server exited while starting (%v):\n%s", err, proc.Tail(s.o.LogFile, 15))
-		}
-		if time.Now().After(deadline) {
-			_ = p.Kill()
-			return false, fmt.Errorf("temporal dev server not ready after 3m (%v):\n%s", err, proc.Tail(s.o.LogFile, 15))
-		}
-		select {
-		case <-ctx.Done():
-			_ = p.Kill()
-			return false, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	// Generous: the limit only catches a server that never comes up, not a slow start on a loaded machine.
+	return p.AwaitReady(ctx, 3*time.Minute, 200*time.Millisecond, s.ready)
 }
 
 // ready is true once everything the server runs answers: the frontend serves the namespace and, with the

@@ -230,27 +230,8 @@ func (s *Server) startOnce(ctx context.Context) (died bool, err error) {
 		return false, err
 	}
 	s.p = p
-	// Generous: the deadline only catches a server that never comes up, not a slow start on a loaded machine.
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		err := s.ready(ctx)
-		if err == nil {
-			return false, nil
-		}
-		if !p.Alive() {
-			return true, fmt.Errorf("temporal-server exited while starting (%v):\n%s", err, proc.Tail(s.o.LogFile, 15))
-		}
-		if time.Now().After(deadline) {
-			_ = p.Kill()
-			return false, fmt.Errorf("temporal-server not ready after 3m (%v):\n%s", err, proc.Tail(s.o.LogFile, 15))
-		}
-		select {
-		case <-ctx.Done():
-			_ = p.Kill()
-			return false, ctx.Err()
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
+	// Generous: the limit only catches a server that never comes up, not a slow start on a loaded machine.
+	return p.AwaitReady(ctx, 3*time.Minute, 250*time.Millisecond, s.ready)
 }
 
 // ready is true once the frontend answers a health check and serves the namespace, which it is asked to
