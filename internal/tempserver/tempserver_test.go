@@ -3,6 +3,7 @@ package tempserver
 import (
 	"context"
 	"crypto/tls"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -11,7 +12,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/workflowservice/v1"
-	"go.temporal.io/sdk/client"
 
 	"github.com/flotilla-gitops/flotilla/internal/testsrv/testpki"
 )
@@ -47,10 +47,14 @@ func TestStartServesTheNamespaceOnlyToClientsWithACertificate(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "flotilla", resp.GetNamespaceInfo().GetName())
 
-	// Trusting the server is not enough: without a client certificate the handshake fails.
-	dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
-	defer dcancel()
-	_, err = client.DialContext(dctx, client.Options{HostPort: s.Address(),
-		ConnectionOptions: client.ConnectionOptions{TLS: &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pki.Pool()}}})
-	require.ErrorContains(t, err, "certificate required")
+	// Trusting the server is not enough: without a client certificate the server ends the connection with
+	// TLS 1.3's "certificate required" alert. It sends the alert after the client's side of the handshake is
+	// done, so a gRPC dial may see only the broken connection (a write into it); reading is what receives it.
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", s.Address(),
+		&tls.Config{MinVersion: tls.VersionTLS13, RootCAs: pki.Pool(), NextProtos: []string{"h2"}})
+	require.NoError(t, err, "the client's side of the handshake")
+	defer conn.Close()
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(30*time.Second)))
+	_, err = conn.Read(make([]byte, 1))
+	require.ErrorContains(t, err, "remote error: tls: certificate required")
 }
