@@ -115,12 +115,12 @@ temporal_ui() {
   need "$bin/temporal-ui-server"
   local c=$work/temporal-ui mod
   mod=$(cd "$root/hack/tools/temporal-ui" && go list -m -f '{{.Dir}}' github.com/temporalio/ui-server/v2)
-  mkdir -p "$c/rootfs/home/ui-server/config"
+  mkdir -p "$c/rootfs/opt/temporal-ui/config"
   cp "$images/temporal-ui/Dockerfile" "$c/"
   users "$c/rootfs" temporal 1000
-  cp -L "$bin/temporal-ui-server" "$c/rootfs/home/ui-server/ui-server"
-  cp "$mod/config/docker.yaml" "$c/rootfs/home/ui-server/config/docker.yaml"
-  chmod u+w "$c/rootfs/home/ui-server/config/docker.yaml"
+  cp -L "$bin/temporal-ui-server" "$c/rootfs/opt/temporal-ui/ui-server"
+  cp "$mod/config/docker.yaml" "$c/rootfs/opt/temporal-ui/config/docker.yaml"
+  chmod u+w "$c/rootfs/opt/temporal-ui/config/docker.yaml"
   build temporal-ui "$c"
 }
 
