@@ -1,9 +1,9 @@
 package temporalconn
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -14,16 +14,12 @@ import (
 // and "expired" is the one cause an operator can see without asking anyone. The signature is not checked:
 // the expiry only explains a refusal the server already made, it never decides anything.
 func apiKeyExpiry(s Settings) (time.Time, bool) {
-	var key string
-	switch {
-	case s.APIKeyFile != "":
-		data, err := os.ReadFile(s.APIKeyFile)
-		if err != nil {
+	key := envAPIKey()
+	if s.APIKeyFile != "" {
+		var err error
+		if key, err = (&keyFile{path: s.APIKeyFile}).get(context.Background()); err != nil {
 			return time.Time{}, false
 		}
-		key = string(data)
-	default:
-		key = envAPIKey()
 	}
 	return jwtExpiry(strings.TrimSpace(key))
 }
