@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -195,6 +196,9 @@ type clusterHandle struct {
 	// prepared, in a flotilla-agent, are the management side's renderings by bundle name: the agent
 	// renders nothing itself (renderPrepared).
 	prepared map[string]api.PreparedBundle
+	// keyOnce and targetKey are the digest of what every bundle's rendering on this handle shares (renderKey).
+	keyOnce   sync.Once
+	targetKey string
 }
 
 // handle resolves the cluster and the checkout (in an agent: the prepared renderings). ping checks

@@ -2,14 +2,16 @@ package activities
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/flotilla-gitops/flotilla/api"
+	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/fleet/bundle"
 	"github.com/flotilla-gitops/flotilla/fleet/render"
 	"github.com/flotilla-gitops/flotilla/fleet/tmpl"
@@ -27,6 +29,42 @@ type renderCache struct {
 	entries map[string]renderEntry
 }
 
+// renderKey identifies a rendering by everything it is made from: the checkout, the cluster as the
+// inventory describes it, the whole target (every GitRepo option among it) but its other bundles, and the
+// bundle's own reference. It is a digest of those values themselves, never a list of chosen fields: an
+// input added later is in the key without anyone remembering to add it (a hand-written list once left out
+// correctDrift, and a changed option went unseen until the worker restarted). The part shared by every
+// bundle of the target is digested once per handle. A key that cannot be made (a value JSON cannot
+// encode) is not cacheable: that rendering is made afresh, never taken from another's entry.
+func (h *clusterHandle) renderKey(t api.ClusterTarget, ref api.BundleRef) (string, bool) {
+	h.keyOnce.Do(func() {
+		t.Bundles = nil // each bundle's own reference is added below; the others do not change this one
+		b, err := json.Marshal(renderInputs{Dir: h.dir, Cluster: h.info, ClusterDigest: h.digest, Target: t})
+		if err != nil {
+			return
+		}
+		sum := sha256.Sum256(b)
+		h.targetKey = string(sum[:])
+	})
+	if h.targetKey == "" {
+		return "", false
+	}
+	b, err := json.Marshal(ref)
+	if err != nil {
+		return "", false
+	}
+	sum := sha256.Sum256(append([]byte(h.targetKey), b...))
+	return string(sum[:]), true
+}
+
+// renderInputs is what a rendering reads besides the bundle's reference.
+type renderInputs struct {
+	Dir           string            `json:"dir"`
+	Cluster       fleet.ClusterInfo `json:"cluster"`
+	ClusterDigest string            `json:"clusterDigest"`
+	Target        api.ClusterTarget `json:"target"`
+}
+
 type renderEntry struct {
 	rel  *render.Release
 	used time.Time
@@ -41,12 +79,10 @@ func (a *Activities) render(ctx context.Context, h *clusterHandle, t api.Cluster
 	if h.prepared != nil {
 		return a.renderPrepared(ctx, h, t, ref, forApply)
 	}
-	key := strings.Join([]string{h.dir, ref.Path, ref.Name, t.GitRepo, h.info.Name, h.digest, h.info.ConfineToNamespace,
-		t.Options.TargetNamespace, fmt.Sprint(t.Options.KeepResources, t.Options.ForceSyncGeneration), t.Namespace,
-		chartKey(t, ref.Charts)}, "\x00")
+	key, cacheable := h.renderKey(t, ref)
 	c := &a.renders
 	c.mu.Lock()
-	if e, ok := c.entries[key]; ok && (e.full || !forApply) {
+	if e, ok := c.entries[key]; cacheable && ok && (e.full || !forApply) {
 		rel := e.rel
 		e.used = time.Now()
 		if e.full {
@@ -70,6 +106,9 @@ func (a *Activities) render(ctx context.Context, h *clusterHandle, t api.Cluster
 	})
 	if err != nil {
 		return nil, err
+	}
+	if !cacheable {
+		return rel, nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
