@@ -181,8 +181,10 @@ type packageEntry struct {
 
 const packageIndexSize = 4096
 
-// packageKey identifies a rendering: its deployment ID and its summary (the options outside the
-// deployment ID, correctDrift among them, travel in the package too).
+// packageKey identifies a package by what it is made of: the deployment ID stands for the chart, the values
+// and the manifests; the summary holds every other field of the package (the options outside the
+// deployment ID, correctDrift among them, and the labels stamped on the objects, which tell two GitRepos'
+// identical bundles apart). render's TestWhatChangesAPackageChangesItsName holds that to be all of it.
 func packageKey(deploymentID string, summary []byte) [32]byte {
 	h := sha256.New()
 	h.Write([]byte(deploymentID))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/fleet/bundle"
+	"github.com/flotilla-gitops/flotilla/internal/testsrv/fieldvariants"
 )
 
 // chartRepo is a chart with templates, defaults overridden by fleet.yaml, a schema, a file read by a
@@ -223,4 +224,43 @@ func TestASummaryRoundTripsWithoutChartAndValues(t *testing.T) {
 
 	_, err = UnmarshalSummary([]byte(`{"v":9,"bundle":"web"}`))
 	require.ErrorContains(t, err, "release summary version 9 is not known here")
+}
+
+// A package is named by its deployment ID and its summary (the management side's index of packages made,
+// shared by every cluster and GitRepo): whatever changes a package's bytes must change one of the two, or
+// one GitRepo's cluster would be sent a package made for another. Every input field is changed alone, found
+// by reflection, so an input added later is covered.
+func TestWhatChangesAPackageChangesItsName(t *testing.T) {
+	root := writeRepo(t, map[string]string{
+		"app/fleet.yaml": "defaultNamespace: apps\nhelm:\n  values:\n    region: ${ .ClusterValues.region }\n    team: ${ .ClusterLabels.team }\n",
+		"app/cm.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n",
+	})
+	b, err := bundle.Load(root, bundle.Ref{Name: "app", Path: "app"})
+	require.NoError(t, err)
+	base := Input{RepoRoot: root, Bundle: b, Cluster: fleet.ClusterInfo{Name: "c",
+		Labels: map[string]string{"team": "a"}, TemplateValues: map[string]any{"region": "eu"}}, GitRepo: "shop", Commit: "c0ffee"}
+	name := func(in Input) (string, []byte, bool) {
+		rel, err := ForCluster(in)
+		if err != nil {
+			t.Logf("not rendered: %v", err)
+			return "", nil, false
+		}
+		summary, err := rel.MarshalSummary()
+		require.NoError(t, err)
+		pkg, err := rel.MarshalPackage()
+		require.NoError(t, err)
+		return rel.DeploymentID + "\x00" + string(summary), pkg, true
+	}
+	baseName, basePkg, ok := name(base)
+	require.True(t, ok)
+	changed := 0
+	for path, v := range fieldvariants.Of(base, "input", "input.RepoRoot", "input.Bundle", "input.Charts", "input.ChartLocks") {
+		n, pkg, ok := name(v.(Input))
+		if !ok || bytes.Equal(pkg, basePkg) {
+			continue
+		}
+		changed++
+		require.NotEqual(t, baseName, n, "%s changes the package but not its name", path)
+	}
+	require.GreaterOrEqual(t, changed, 3, "the GitRepo, its namespace and the target namespace change the package")
 }

@@ -78,6 +78,10 @@ type Release struct {
 	ChartLocks []api.ChartLock
 	// RemoteChart is the lock of the bundle's chart when it comes from outside the repository.
 	RemoteChart *api.ChartLock
+	// ObjectLabels are the labels the post-renderer stamps on every object (the owning GitRepo and the
+	// bundle): the one input of the post-renderer the deployment ID leaves out, so that the summary,
+	// which names a package (activities' packageKey), still tells two GitRepos' identical bundles apart.
+	ObjectLabels map[string]string
 	// secretStrings are the values taken from valuesFrom Secrets, which Redact keeps out of messages.
 	secretStrings []string
 }
@@ -186,6 +190,7 @@ func ForCluster(in Input) (*Release, error) {
 	}
 	labels := api.KeyOf(in.GitRepoNamespace, in.GitRepo).OwnerLabels()
 	labels[api.LabelBundle] = b.Name
+	rel.ObjectLabels = labels
 	rel.PostRenderer = &postRenderer{extra: extra, forceNamespace: forced, labels: labels, keepCRDs: !opts.DeleteCRDResources,
 		kustomize: overChart}
 	if rel.DeploymentID, err = deploymentID(rel, extra, forced, kustomizeDigest); err != nil {

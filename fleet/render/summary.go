@@ -29,20 +29,21 @@ type releaseFields struct {
 	ValuesFrom      []ValuesSource                `json:"valuesFrom,omitempty"`
 	ChartLocks      []api.ChartLock               `json:"chartLocks,omitempty"`
 	RemoteChart     *api.ChartLock                `json:"remoteChart,omitempty"`
+	ObjectLabels    map[string]string             `json:"objectLabels,omitempty"`
 }
 
 func fieldsOf(rel *Release) releaseFields {
 	return releaseFields{Bundle: rel.Bundle, Name: rel.Name, Namespace: rel.Namespace, Options: rel.Options,
 		Customization: rel.Customization, Deploy: rel.Deploy, Paused: rel.Paused, SyncGeneration: rel.SyncGeneration,
 		DeleteNamespace: rel.DeleteNamespace, ForcedNamespace: rel.ForcedNamespace, DeploymentID: rel.DeploymentID,
-		ValuesFrom: rel.ValuesFrom, ChartLocks: rel.ChartLocks, RemoteChart: rel.RemoteChart}
+		ValuesFrom: rel.ValuesFrom, ChartLocks: rel.ChartLocks, RemoteChart: rel.RemoteChart, ObjectLabels: rel.ObjectLabels}
 }
 
 func (f releaseFields) release() *Release {
 	return &Release{Bundle: f.Bundle, Name: f.Name, Namespace: f.Namespace, Options: f.Options,
 		Customization: f.Customization, Deploy: f.Deploy, Paused: f.Paused, SyncGeneration: f.SyncGeneration,
 		DeleteNamespace: f.DeleteNamespace, ForcedNamespace: f.ForcedNamespace, DeploymentID: f.DeploymentID,
-		ValuesFrom: f.ValuesFrom, ChartLocks: f.ChartLocks, RemoteChart: f.RemoteChart}
+		ValuesFrom: f.ValuesFrom, ChartLocks: f.ChartLocks, RemoteChart: f.RemoteChart, ObjectLabels: f.ObjectLabels}
 }
 
 type summary struct {
