@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flotilla-gitops/flotilla/agentclient"
+	"github.com/flotilla-gitops/flotilla/internal/testsrv/fieldvariants"
 )
 
 func TestAChartThatPassedIsNotCheckedAgainOnTheSameClusterAndRevision(t *testing.T) {
@@ -67,4 +68,26 @@ func TestTheCacheIsBounded(t *testing.T) {
 	require.True(t, ok)
 	_, ok = o.get(key(3))
 	require.False(t, ok)
+}
+
+// Everything the child renders with is in the outcome's key: each field of the child's request (but the
+// chart's files and the values, for which the deployment ID stands) and of the request's cluster identity,
+// changed alone, changes the key. The fields are found by reflection, so one added later is covered.
+func TestTheOutcomeKeyCoversEveryInputOfTheRender(t *testing.T) {
+	r := Request{Cluster: "edge-1", ClusterDigest: "d1", DeploymentID: "id1"}
+	req := childRequest{Release: "web", Namespace: "apps", Revision: 1}
+	base := outcomeKey(r, req)
+	checked := 0
+	for path, v := range fieldvariants.Of(req, "child", "child.Files", "child.Values", "child.Cluster") {
+		require.NotEqual(t, base, outcomeKey(r, v.(childRequest)), "changing %s alone must change the key", path)
+		checked++
+	}
+	for _, path := range []string{"request.Cluster", "request.ClusterDigest", "request.DeploymentID", "request.ClusterNamespace",
+		"request.Apply.ConfineToNamespace"} {
+		v, ok := fieldvariants.Of(r, "request", "request.Apply.Chart", "request.Apply.PostRenderer")[path]
+		require.True(t, ok, path)
+		require.NotEqual(t, base, outcomeKey(v.(Request), req), "changing %s alone must change the key", path)
+		checked++
+	}
+	require.GreaterOrEqual(t, checked, 8)
 }

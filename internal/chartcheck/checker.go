@@ -17,6 +17,7 @@ package chartcheck
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -130,13 +131,30 @@ func (c *Checker) check(ctx context.Context, r Request) (childAnswer, error) {
 	return ans, err
 }
 
-// outcomeKey identifies what a render depends on: the deployment ID covers the chart's files, the
-// values and the release's name and namespace; the cluster (and its inventory entry) decides
-// capabilities and what lookups find; the revision and whether it is an upgrade are .Release fields a
-// template can read.
+// outcomeKey identifies what a render depends on: the child's whole request, with the deployment ID
+// standing for the chart's files and the values (it covers them, and the release's name and namespace),
+// and the cluster's identity (its name, workspace and inventory entry) standing for how the child reaches
+// it, which is only looked up for a check that is made. It is a digest of the request itself, not a list of
+// its fields: a field added to the request later is in the key without anyone remembering it.
 func outcomeKey(r Request, req childRequest) [32]byte {
-	return sha256.Sum256(fmt.Appendf(nil, "%q %q %q %t %d %q", r.DeploymentID, r.Cluster, r.ClusterDigest, req.Upgrade, req.Revision,
-		fleet.Workspace(r.ClusterNamespace)))
+	req.Files, req.Values, req.Cluster = nil, nil, clusterAccess{}
+	b, err := json.Marshal(outcomeInputs{DeploymentID: r.DeploymentID, Cluster: r.Cluster, ClusterDigest: r.ClusterDigest,
+		Workspace: fleet.Workspace(r.ClusterNamespace), Confine: r.Apply.ConfineToNamespace, Child: req})
+	if err != nil {
+		// Nothing of what is left can fail to encode; were it to, no outcome would be shared.
+		panic(fmt.Sprintf("chartcheck: outcome key: %v", err))
+	}
+	return sha256.Sum256(b)
+}
+
+// outcomeInputs is what a check's outcome is keyed by (outcomeKey).
+type outcomeInputs struct {
+	DeploymentID  string       `json:"deploymentID"`
+	Cluster       string       `json:"cluster"`
+	ClusterDigest string       `json:"clusterDigest"`
+	Workspace     string       `json:"workspace"`
+	Confine       string       `json:"confine"`
+	Child         childRequest `json:"child"`
 }
 
 func (c *Checker) clusterAccess(ctx context.Context, r Request) (clusterAccess, error) {
