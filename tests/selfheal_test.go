@@ -107,6 +107,43 @@ func TestDeletedAndModifiedObjectsAreReportedThenCorrected(t *testing.T) {
 	require.Len(t, s.History("a", "seed", "seed"), revisions+1, "one correction, one revision")
 }
 
+// A user who set correctDrift off, finds an object deleted by hand, and turns it on without a commit gets
+// the object back from the first check of the new desired state, not from a worker restart: the cached
+// rendering made under the old option must not answer for the new one.
+func TestCorrectDriftTurnedOnWithoutACommitRestoresAtTheNextCheck(t *testing.T) {
+	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a", Workloads: true}}})
+	repo := s.NewRepo(seedBundle())
+	s.AddCluster("a", "a", nil, nil)
+	in := seedGitRepo(repo.URL(), false)
+	in.GitRepo.Spec.CorrectDrift = &fleet.CorrectDrift{Enabled: false} // said explicitly, as the user did
+	s.StartGitRepo(in)
+	s.WaitStatus("seed", 2*time.Minute, "11/11 ready", func(st api.GitRepoStatus) bool {
+		return harness.AllReady(st) && st.ResourceCounts.Ready == 11
+	})
+	revisions := len(s.History("a", "seed", "seed"))
+
+	require.NoError(t, s.Kube("a").CoreV1().ConfigMaps("seed").Delete(context.Background(), "cm-5", metav1.DeleteOptions{}))
+	st := s.WaitStatus("seed", time.Minute, "cm-5 missing", func(st api.GitRepoStatus) bool { return st.ResourceCounts.Missing == 1 })
+	require.Contains(t, seedCluster(st).Message, "configmap seed/cm-5 missing")
+	s.WaitChecks("seed", "a", 2)
+	require.Nil(t, s.ConfigMapData("a", "seed", "cm-5"), "with correctDrift off the drift is reported, not corrected")
+	before, err := s.ClusterStatus("seed", "a")
+	require.NoError(t, err)
+
+	s.Apply(harness.GitRepoYAML("seed", repo.URL(), "  paths: [seed]\n  targets: [{clusterName: a}]\n  correctDrift: {enabled: true}\n"))
+	require.Eventually(t, func() bool {
+		now, err := s.ClusterStatus("seed", "a")
+		return err == nil && now.Generation > before.Generation
+	}, time.Minute, 100*time.Millisecond, "the cluster workflow takes the new desired state")
+	// One check ends once the next begins: the check that took the new desired state is over.
+	s.WaitChecks("seed", "a", 1)
+	require.Equal(t, "5", s.ConfigMapData("a", "seed", "cm-5")["n"], "the check of the new desired state restores the deleted object")
+	require.Len(t, s.History("a", "seed", "seed"), revisions+1, "one correction, one revision")
+	s.WaitStatus("seed", time.Minute, "11/11 ready again", func(st api.GitRepoStatus) bool {
+		return harness.AllReady(st) && st.ResourceCounts.Ready == 11
+	})
+}
+
 // Two of Fleet's known failures: deleting generated state by hand (the Helm release Secrets, a cluster's
 // workflow) is repaired by the next check; restarting the worker or the Temporal server re-applies nothing.
 func TestGeneratedStateComesBackAndRestartsAddNoRevisions(t *testing.T) {
