@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/flotilla-gitops/flotilla/internal/gitenv"
 )
 
 // gitEnv makes commits reproducible and independent of the user's git configuration.
@@ -20,7 +22,7 @@ var gitEnv = []string{
 func Git(dir string, args ...string) (string, error) {
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), gitEnv...)
+	cmd.Env = gitenv.Environ(gitEnv...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, out)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -15,6 +14,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/flotilla-gitops/flotilla/internal/gitenv"
 )
 
 // SSH serves the repositories of a folder over SSH: git-upload-pack for an exec request of an
@@ -176,7 +177,7 @@ func (s *SSH) session(ch ssh.Channel, requests <-chan *ssh.Request) {
 
 func (s *SSH) uploadPack(ch ssh.Channel, path string) uint32 {
 	cmd := exec.Command(filepath.Join(s.execPath, "git-upload-pack"), repoPath(s.root, path))
-	cmd.Env = append(os.Environ(), gitEnv...)
+	cmd.Env = gitenv.Environ(gitEnv...)
 	cmd.Stdout, cmd.Stderr = ch, ch.Stderr()
 	// The client's side is copied by hand: exec.Cmd would wait for it to end, and a client that read what
 	// it wanted may keep it open.
