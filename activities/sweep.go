@@ -29,25 +29,41 @@ func (a *Activities) sweep(ctx context.Context, cl *agentclient.Client, gitRepo 
 	for _, r := range s.Releases {
 		keepRelease[r.Namespace+"/"+r.Name] = true
 	}
+	var leaving []agentclient.ReleaseState
+	for _, r := range rels {
+		if !keepBundle[r.Labels[api.LabelBundle]] && !keepRelease[r.Namespace+"/"+r.Name] {
+			leaving = append(leaving, r)
+		}
+	}
+	// A folder of fifty bundles deleted from the repository is fifty uninstalls: at once, as many as the
+	// cluster's bundles are applied at once, not one after another.
+	done := make([]bool, len(leaving))
+	kept := make([]bool, len(leaving))
+	err = a.forEach(len(leaving), func(i int) error {
+		r := leaving[i]
+		kept[i] = s.KeepResources || r.Labels[api.LabelKeepResources] == "true"
+		if err := cl.Uninstall(ctx, r.Namespace, r.Name, kept[i]); err != nil {
+			return err
+		}
+		done[i] = true
+		a.logger().Info("uninstalled a release its GitRepo no longer deploys here", zap.Stringer("gitRepo", gitRepo),
+			zap.String("cluster", cluster), zap.String("bundle", r.Labels[api.LabelBundle]), zap.String("release", r.Namespace+"/"+r.Name),
+			zap.Bool("keepResources", kept[i]))
+		if activity.IsActivity(ctx) {
+			activity.RecordHeartbeat(ctx)
+		}
+		return nil
+	})
 	var removed []string
 	var namespaces namespaceDeletions
-	for _, r := range rels {
-		id := r.Namespace + "/" + r.Name
-		if keepBundle[r.Labels[api.LabelBundle]] || keepRelease[id] {
-			continue
+	for i, r := range leaving {
+		if done[i] {
+			namespaces.uninstalled(r, kept[i])
+			removed = append(removed, r.Namespace+"/"+r.Name)
 		}
-		keep := s.KeepResources || r.Labels[api.LabelKeepResources] == "true"
-		if err := cl.Uninstall(ctx, r.Namespace, r.Name, keep); err != nil {
-			return removed, err
-		}
-		a.logger().Info("uninstalled a release its GitRepo no longer deploys here", zap.Stringer("gitRepo", gitRepo),
-			zap.String("cluster", cluster), zap.String("bundle", r.Labels[api.LabelBundle]), zap.String("release", id),
-			zap.Bool("keepResources", keep))
-		namespaces.uninstalled(r, keep)
-		removed = append(removed, id)
-		if activity.IsActivity(ctx) {
-			activity.RecordHeartbeat(ctx, len(removed))
-		}
+	}
+	if err != nil {
+		return removed, err
 	}
 	_, _, err = a.deleteNamespaces(ctx, cl, gitRepo, cluster, confined, namespaces)
 	return removed, err
