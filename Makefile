@@ -11,7 +11,7 @@ GOBUILD = $(GO) build -trimpath -ldflags "$(GO_LDFLAGS_EXTRA) -X github.com/flot
 TEST_TIMEOUT ?= 40m
 export CGO_ENABLED ?= 0
 
-.PHONY: all tools build up down test unit e2e vet lint clean bench bench-quick
+.PHONY: all tools build up down test unit e2e vet lint clean bench bench-quick bench-compare
 
 all: build
 
@@ -53,6 +53,7 @@ unit:
 test: tools build vet lint
 	FLOTILLA_BIN=$(CURDIR)/bin FLOTILLA_REQUIRE_DOCKER=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	bin/flotilla-bench --quick --out "$(BENCH_QUICK_OUT)"
+	hack/bench-compare.sh --lenient "$(BASE)" --quick --apiservers 3 --experiments fleet-shape-1x10x3 --rounds 2 --out "$(BENCH_COMPARE_QUICK_OUT)"
 
 ## bench: every experiment at full scale (about 30 minutes on 2 cores); prints a table with the targets and
 ## writes JSON to $$BENCH_OUT (default bench/out/results.json). A missed target never fails it; a broken
@@ -65,6 +66,18 @@ bench: tools build
 BENCH_QUICK_OUT ?= $(CURDIR)/bench/out/quick.json
 bench-quick: tools build
 	bin/flotilla-bench --quick --out "$(BENCH_QUICK_OUT)"
+
+## bench-compare: the working tree against BASE (a commit or tag; default the last tag, else HEAD~1) on
+## BENCH_COMPARE_EXPERIMENTS, interleaved, BENCH_COMPARE_ROUNDS runs of each side; prints medians, ranges and
+## ratios, and writes JSON to $$BENCH_COMPARE_OUT. Run it for any change on the apply path (CONTRIBUTING.md).
+## A quick form runs in `make test` against the same default base, and never fails on a number.
+BASE ?= $(shell git describe --tags --abbrev=0 2>/dev/null || echo HEAD~1)
+BENCH_COMPARE_EXPERIMENTS ?= fleet-shape-50x3,fleet-shape-1x10x3
+BENCH_COMPARE_ROUNDS ?= 3
+BENCH_COMPARE_OUT ?= $(CURDIR)/bench/out/compare.json
+BENCH_COMPARE_QUICK_OUT ?= $(CURDIR)/bench/out/compare-quick.json
+bench-compare: tools build
+	hack/bench-compare.sh "$(BASE)" --apiservers 3 --experiments "$(BENCH_COMPARE_EXPERIMENTS)" --rounds $(BENCH_COMPARE_ROUNDS) --out "$(BENCH_COMPARE_OUT)"
 
 clean:
 	rm -rf bin .run

@@ -33,6 +33,9 @@ func run() error {
 	apiservers := flag.Int("apiservers", 0, "real kube-apiservers to run (default 10, quick 3)")
 	workDir := flag.String("workdir", "", "where clusters, databases and logs go (default a temporary folder, removed afterwards)")
 	stockTemporal := flag.Bool("stock-temporal", false, "run the Temporal dev server with its default dynamic config instead of bench.TunedTemporal")
+	compareBin := flag.String("compare-bin", "", "compare with the flotilla-worker and flotilla-agent in this folder (a base build beside the same tools; `make bench-compare` makes one), interleaved")
+	baseName := flag.String("base-name", "base", "what --compare-bin was built from, for the report")
+	rounds := flag.Int("rounds", 3, "with --compare-bin: runs of each side")
 	flag.Parse()
 
 	dir := *workDir
@@ -55,8 +58,12 @@ func run() error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	rep, err := bench.Run(ctx, bench.Config{BinDir: *binDir, WorkDir: dir, Experiments: names, Quick: *quick,
-		APIServers: *apiservers, Log: os.Stderr, TemporalDynamicConfig: dynamicConfig(*stockTemporal)})
+	cfg := bench.Config{BinDir: *binDir, WorkDir: dir, Experiments: names, Quick: *quick,
+		APIServers: *apiservers, Log: os.Stderr, TemporalDynamicConfig: dynamicConfig(*stockTemporal)}
+	if *compareBin != "" {
+		return compare(ctx, bench.CompareConfig{Config: cfg, BaseBinDir: *compareBin, BaseName: *baseName, Rounds: *rounds}, *out)
+	}
+	rep, err := bench.Run(ctx, cfg)
 	if len(rep.Results) > 0 {
 		fmt.Println()
 		bench.PrintTable(os.Stdout, rep.Results)
@@ -70,6 +77,26 @@ func run() error {
 	}
 	if failed := rep.Failed(); len(failed) > 0 {
 		return fmt.Errorf("experiments that could not be measured: %s", strings.Join(failed, ", "))
+	}
+	return nil
+}
+
+// compare runs both sides, prints the comparison and writes it. Only the working tree's side can fail the
+// command, and only by not being measured: a base that cannot run these experiments (an older contract) is
+// reported, and a number never fails it.
+func compare(ctx context.Context, cc bench.CompareConfig, out string) error {
+	c, err := bench.Compare(ctx, cc)
+	fmt.Println()
+	bench.PrintComparison(os.Stdout, c)
+	if werr := bench.WriteComparison(out, c); werr != nil {
+		return werr
+	}
+	fmt.Printf("\ncomparison: %s\n", out)
+	if err != nil {
+		return err
+	}
+	if len(c.NewFailures) > 0 {
+		return fmt.Errorf("the working tree's side could not be measured: %s", strings.Join(c.NewFailures, "; "))
 	}
 	return nil
 }
