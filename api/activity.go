@@ -166,7 +166,7 @@ func ChartAccessOf(s fleet.GitRepoSpec) *ChartAccess {
 	if s.HelmSecretName == "" && s.HelmRepoURLRegex == "" {
 		return nil
 	}
-	return &ChartAccess{SecretName: s.HelmSecretName, URLRegex: s.HelmRepoURLRegex}
+	return &ChartAccess{SecretName: s.HelmSecretName, URLRegex: s.HelmRepoURLRegex, PassCredentials: s.HelmPassCredentials}
 }
 
 // ChartAccess is how a GitRepo's remote charts and chart dependencies are fetched: the name of the
@@ -176,6 +176,9 @@ type ChartAccess struct {
 	SecretName string `json:"secretName,omitempty"`
 	// URLRegex is the GitRepo's helmRepoURLRegex: when set, only chart URLs it matches get the credentials.
 	URLRegex string `json:"urlRegex,omitempty"`
+	// PassCredentials is the GitRepo's helmPassCredentials: the credentials may go to every https origin,
+	// not only the chart source's own.
+	PassCredentials bool `json:"passCredentials,omitempty"`
 }
 
 // Key is the GitRepo the target is of.

@@ -14,6 +14,10 @@ type ChartLock struct {
 	Version string `json:"version,omitempty"`
 	// Digest is the archive's sha256 ("sha256:<hex>"): a cached or fetched archive that differs is refused.
 	Digest string `json:"digest,omitempty"`
+	// CredentialsOrigin is the only scheme://host:port the GitRepo's Helm credentials go to when the
+	// archive is fetched: the origin of the repository, archive or registry the fleet.yaml named. Empty
+	// (a third-party chart's dependency, a lock from before it was recorded): none.
+	CredentialsOrigin string `json:"credentialsOrigin,omitempty"`
 	// Dependencies are the Chart.yaml dependencies fetched for it (Source: the dependency's name or alias),
 	// as `helm dependency build` would, unless helm.disableDependencyUpdate.
 	Dependencies []ChartLock `json:"dependencies,omitempty"`

@@ -90,6 +90,11 @@ type GitRepoSpec struct {
 	// without credentials. Unlike Fleet, where an empty regex sends them to no URL, an empty one sends them
 	// to every chart URL of the GitRepo, as Fleet did before the field existed.
 	HelmRepoURLRegex string `json:"helmRepoURLRegex,omitempty"`
+	// HelmPassCredentials sends HelmSecretName's credentials to every https origin a chart source leads
+	// to (Helm's --pass-credentials, Flux's and Argo CD's passCredentials): an archive an index.yaml lists
+	// on another host, a redirect, a dependency's repository. Without it they go only to the origin of
+	// the repository, archive or registry the fleet.yaml names. Flotilla's; Fleet has no such field.
+	HelmPassCredentials bool `json:"helmPassCredentials,omitempty"`
 	// CABundle is PEM certificates trusted, besides the system's, for an HTTPS repository and its charts; base64 in JSON
 	// and YAML, as Fleet's.
 	CABundle []byte `json:"caBundle,omitempty"`

@@ -121,6 +121,9 @@ type gitRepoCreds struct {
 	secrets Secrets
 }
 
+// PassCredentials is the GitRepo's helmPassCredentials (charts.PassCredentials).
+func (g *gitRepoCreds) PassCredentials() bool { return g.access.PassCredentials }
+
 // ForURL applies helmSecretName and helmRepoURLRegex: the secret goes to the URLs the regex matches (every
 // URL without one), and nothing to any other. The GitRepo's TLS settings apply to every URL.
 func (g *gitRepoCreds) ForURL(url string) (*charts.Auth, error) {

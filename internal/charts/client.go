@@ -88,7 +88,7 @@ func (f *Fetcher) httpClient(a *Auth) (*http.Client, error) {
 	// Every request has its own deadline (Fetcher.Timeout); these only bound the steps before it.
 	t.TLSHandshakeTimeout = 10 * time.Second
 	t.ResponseHeaderTimeout = f.timeout()
-	c := &http.Client{Transport: t}
+	c := &http.Client{Transport: t, CheckRedirect: dropAuthOnNewOrigin}
 	f.clients[key] = c
 	return c, nil
 }
@@ -116,7 +116,10 @@ func (f *Fetcher) get(ctx context.Context, url string, a *Auth, limit int64, wha
 	if err != nil {
 		return response{}, &requestError{url: redact(url), err: errors.New("not a valid URL")}
 	}
-	if a != nil && (a.Username != "" || a.Password != "") {
+	if a.hasSecret() {
+		if req.URL.Scheme != "https" {
+			return response{}, &requestError{url: redact(url), err: errPlainHTTP}
+		}
 		req.SetBasicAuth(a.Username, a.Password)
 	}
 	if cond != nil {

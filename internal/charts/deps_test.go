@@ -79,8 +79,10 @@ func TestDependenciesOfAFolderChart(t *testing.T) {
 	redis17, _ := srv.Published("/redis-17.0.0.tgz")
 	redis18, _ := srv.Published("/redis-18.0.0.tgz")
 	require.Len(t, locks, 4)
-	assert.Equal(t, api.ChartLock{Source: "cache", URL: srv.URL + "/redis-17.0.0.tgz", Version: "17.0.0", Digest: redis17.Digest}, locks[0])
-	assert.Equal(t, api.ChartLock{Source: "queue", URL: srv.URL + "/redis-18.0.0.tgz", Version: "18.0.0", Digest: redis18.Digest}, locks[1])
+	assert.Equal(t, api.ChartLock{Source: "cache", URL: srv.URL + "/redis-17.0.0.tgz", Version: "17.0.0", Digest: redis17.Digest,
+		CredentialsOrigin: originOf(srv.URL)}, locks[0])
+	assert.Equal(t, api.ChartLock{Source: "queue", URL: srv.URL + "/redis-18.0.0.tgz", Version: "18.0.0", Digest: redis18.Digest,
+		CredentialsOrigin: originOf(srv.URL)}, locks[1])
 	assert.Equal(t, "db", locks[2].Source)
 	assert.Equal(t, "oci://"+reg.Host+"/charts/db:2.0.5", locks[2].URL)
 	assert.Equal(t, api.ChartLock{Source: "lib", URL: "file://../lib", Version: "0.1.2"}, locks[3])

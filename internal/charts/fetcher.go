@@ -154,8 +154,15 @@ func (f *Fetcher) resolve(ctx context.Context, s Source, creds Credentials, opts
 		if err != nil {
 			return api.ChartLock{}, err
 		}
-		if lock.Dependencies, err = f.LockDependencies(ctx, c, creds, nil); err != nil {
+		// A third-party chart's Chart.yaml names its dependencies' repositories, and the GitRepo's
+		// credentials were given for the chart's own: a dependency gets them only from that same origin.
+		if lock.Dependencies, err = f.LockDependencies(ctx, c, boundTo(creds, lock.CredentialsOrigin), nil); err != nil {
 			return api.ChartLock{}, err
+		}
+		for i := range lock.Dependencies {
+			if lock.Dependencies[i].CredentialsOrigin != lock.CredentialsOrigin {
+				lock.Dependencies[i].CredentialsOrigin = ""
+			}
 		}
 	}
 	return lock, nil

@@ -15,6 +15,8 @@ import (
 // resolveArchive pins helm.chart: https://…/web-1.2.0.tgz. helm.version, when set, must match the
 // archive's version: a mismatch is an error rather than a surprise.
 func (f *Fetcher) resolveArchive(ctx context.Context, name, url, want string, creds Credentials) (api.ChartLock, error) {
+	origin := originOf(url)
+	creds = boundTo(creds, origin)
 	a, err := authFor(creds, url)
 	if err != nil {
 		return api.ChartLock{}, &SourceError{Source: name, Err: err}
@@ -23,7 +25,7 @@ func (f *Fetcher) resolveArchive(ctx context.Context, name, url, want string, cr
 	if err != nil {
 		return api.ChartLock{}, sourceError(name, "GET", err)
 	}
-	files, err := f.archiveFiles(ctx, api.ChartLock{URL: url, Digest: digest}, creds)
+	files, err := f.archiveFiles(ctx, api.ChartLock{URL: url, Digest: digest, CredentialsOrigin: origin}, creds)
 	if err != nil {
 		return api.ChartLock{}, err
 	}
@@ -37,12 +39,14 @@ func (f *Fetcher) resolveArchive(ctx context.Context, name, url, want string, cr
 				Err: fmt.Errorf("helm.version %q: the archive is version %s", want, c.Metadata.Version)}
 		}
 	}
-	return api.ChartLock{URL: url, Version: c.Metadata.Version, Digest: digest}, nil
+	return api.ChartLock{URL: url, Version: c.Metadata.Version, Digest: digest, CredentialsOrigin: origin}, nil
 }
 
 // resolveIndex pins helm.repo + helm.chart (+ helm.version) through the repository's index.yaml. When the
 // index gives the archive's digest and the cache holds that archive, nothing more is read.
 func (f *Fetcher) resolveIndex(ctx context.Context, name, repoURL, chartName, want string, creds Credentials) (api.ChartLock, error) {
+	origin := originOf(repoURL)
+	creds = boundTo(creds, origin)
 	a, err := authFor(creds, repoURL)
 	if err != nil {
 		return api.ChartLock{}, &SourceError{Source: name, Err: err}
@@ -63,19 +67,37 @@ func (f *Fetcher) resolveIndex(ctx context.Context, name, repoURL, chartName, wa
 		return api.ChartLock{}, &SourceError{Source: name, URL: repoURL + "/index.yaml",
 			Err: fmt.Errorf("chart %q version %s: URL %s: %v", chartName, cv.Version, redact(cv.URLs[0]), err)}
 	}
-	lock := api.ChartLock{URL: archiveURL, Version: cv.Version}
-	if cv.Digest != "" && f.hasCached("sha256:"+strings.ToLower(cv.Digest)) {
-		lock.Digest = "sha256:" + strings.ToLower(cv.Digest)
-		return lock, nil
-	}
+	lock := api.ChartLock{URL: archiveURL, Version: cv.Version, CredentialsOrigin: origin}
 	aa, err := authFor(creds, archiveURL)
 	if err != nil {
 		return api.ChartLock{}, &SourceError{Source: name, Err: err}
+	}
+	// The digest an index claims is trusted only once this URL, asked with these credentials, served it:
+	// else any index could claim the digest of a chart another GitRepo fetched with its own password.
+	if claimed := "sha256:" + strings.ToLower(cv.Digest); cv.Digest != "" && f.servedBefore(archiveURL, aa, claimed) {
+		lock.Digest = claimed
+		return lock, nil
 	}
 	if lock.Digest, err = f.archiveAt(ctx, archiveURL, aa); err != nil {
 		return api.ChartLock{}, sourceError(name, "GET "+archiveURL, err)
 	}
 	return lock, nil
+}
+
+// servedBefore reports whether this process fetched digest from url with a's credentials, and the cache
+// still holds it.
+func (f *Fetcher) servedBefore(url string, a *Auth, digest string) bool {
+	f.mu.Lock()
+	memo := f.archives["archive\x00"+url+"\x00"+a.fingerprint()]
+	f.mu.Unlock()
+	return memo != nil && memo.digest == digest && f.hasCached(digest)
+}
+
+// rememberServed records that url, asked with a's credentials, served digest (see servedBefore).
+func (f *Fetcher) rememberServed(url string, a *Auth, digest string) {
+	f.mu.Lock()
+	f.archives["archive\x00"+url+"\x00"+a.fingerprint()] = &archiveMemo{digest: digest}
+	f.mu.Unlock()
 }
 
 // archiveAt is the digest of the archive at url, fetched into the cache, or revalidated with a

@@ -30,9 +30,10 @@ func (f *Fetcher) Load(ctx context.Context, lock api.ChartLock, creds Credential
 	return c, nil
 }
 
-// load parses the archive of lock, without its locked dependencies.
+// load parses the archive of lock, without its locked dependencies. Credentials go only to the origin the
+// lock records.
 func (f *Fetcher) load(ctx context.Context, lock api.ChartLock, creds Credentials) (*chart.Chart, error) {
-	files, err := f.archiveFiles(ctx, lock, creds)
+	files, err := f.archiveFiles(ctx, lock, boundTo(creds, lock.CredentialsOrigin))
 	if err != nil {
 		return nil, err
 	}

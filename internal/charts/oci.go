@@ -65,6 +65,8 @@ func (f *Fetcher) ociRepository(ref string, a *Auth) (*remote.Repository, error)
 // it is there already.
 func (f *Fetcher) resolveOCI(ctx context.Context, name, ref, want string, creds Credentials) (api.ChartLock, error) {
 	ociURL := "oci://" + ref
+	origin := originOf(ociURL)
+	creds = boundTo(creds, origin)
 	a, err := authFor(creds, ociURL)
 	if err != nil {
 		return api.ChartLock{}, &SourceError{Source: name, Err: err}
@@ -86,13 +88,26 @@ func (f *Fetcher) resolveOCI(ctx context.Context, name, ref, want string, creds 
 	if err != nil {
 		return api.ChartLock{}, sourceError(name, "GET manifest "+tag, err)
 	}
-	lock := api.ChartLock{URL: ociURL + ":" + tag, Version: version, Digest: layer.Digest.String()}
-	if f.hasCached(lock.Digest) {
+	lock := api.ChartLock{URL: ociURL + ":" + tag, Version: version, Digest: layer.Digest.String(), CredentialsOrigin: origin}
+	// As for an index's digest: the registry must serve the layer it names, once per process, before the
+	// cache answers for it.
+	if f.servedBefore(ociURL, a, lock.Digest) {
 		return lock, nil
 	}
-	if _, err := f.archiveFiles(ctx, lock, creds); err != nil {
+	data, err := f.ociBlob(ctx, lock, creds)
+	if f.Fetched != nil {
+		f.Fetched("oci", err)
+	}
+	if err != nil {
 		return api.ChartLock{}, err
 	}
+	if got := digestOf(data); got != lock.Digest {
+		return api.ChartLock{}, &SourceError{Source: name, URL: lock.URL, Err: fmt.Errorf("%w (the manifest names %s, the blob is %s)", ErrChanged, lock.Digest, got)}
+	}
+	if _, err := f.keep(data); err != nil {
+		return api.ChartLock{}, &SourceError{Source: name, URL: lock.URL, Err: err}
+	}
+	f.rememberServed(ociURL, a, lock.Digest)
 	return lock, nil
 }
 

@@ -61,7 +61,7 @@ func TestOCI(t *testing.T) {
 				tag = c.version
 			}
 			assert.Equal(t, api.ChartLock{Source: c.s.Key(), URL: base + "/web:" + tag, Version: c.version,
-				Digest: pushed[c.version].Digest}, lock, "%+v", c.s)
+				Digest: pushed[c.version].Digest, CredentialsOrigin: originOf(base)}, lock, "%+v", c.s)
 			ch, err := f.Load(ctx, lock, cr)
 			require.NoError(t, err)
 			assert.Equal(t, c.version, ch.Metadata.Version)

@@ -28,7 +28,8 @@ func TestResolvePicksTheVersionAsHelmDoes(t *testing.T) {
 		require.NoError(t, err, want)
 		p, ok := srv.Published(fmt.Sprintf("/web-%s.tgz", expect))
 		require.True(t, ok)
-		assert.Equal(t, api.ChartLock{Source: s.Key(), URL: srv.URL + p.Path, Version: expect, Digest: p.Digest}, lock, want)
+		assert.Equal(t, api.ChartLock{Source: s.Key(), URL: srv.URL + p.Path, Version: expect, Digest: p.Digest,
+			CredentialsOrigin: originOf(srv.URL)}, lock, want)
 	}
 
 	s := Source{Repo: srv.URL, Chart: "web", Version: "^3"}
@@ -71,10 +72,13 @@ func TestResolveThenLoadFetchesTheArchiveOnce(t *testing.T) {
 	assert.Equal(t, "1.2.0", c.Metadata.Version)
 	assert.Equal(t, 1, srv.Gets("/web-1.2.0.tgz"))
 
-	// Resolving again finds the digest in index.yaml and the archive in the cache.
-	_, err = next.Resolve(ctx, Source{Repo: srv.URL, Chart: "web", Version: "^1"}, cr, ResolveOptions{})
-	require.NoError(t, err)
-	assert.Equal(t, 1, srv.Gets("/web-1.2.0.tgz"))
+	// Resolving in that process reads the archive once: a digest index.yaml claims is trusted only once the
+	// repository served it to this process with these credentials (another GitRepo's index could claim it).
+	for range 2 {
+		_, err = next.Resolve(ctx, Source{Repo: srv.URL, Chart: "web", Version: "^1"}, cr, ResolveOptions{})
+		require.NoError(t, err)
+	}
+	assert.Equal(t, 2, srv.Gets("/web-1.2.0.tgz"))
 }
 
 // Helm mutates the charts it installs (dependencies, values): every Load hands out a chart of its own.
@@ -219,7 +223,8 @@ func TestAChartURL(t *testing.T) {
 	s := Source{Chart: srv.URL + "/web-1.2.0.tgz"}
 	lock, err := f.Resolve(ctx, s, cr, ResolveOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, api.ChartLock{Source: s.Key(), URL: srv.URL + "/web-1.2.0.tgz", Version: "1.2.0", Digest: p.Digest}, lock)
+	assert.Equal(t, api.ChartLock{Source: s.Key(), URL: srv.URL + "/web-1.2.0.tgz", Version: "1.2.0", Digest: p.Digest,
+		CredentialsOrigin: originOf(srv.URL)}, lock)
 	c, err := f.Load(ctx, lock, cr)
 	require.NoError(t, err)
 	assert.Equal(t, "1.2.0", c.Metadata.Version)
