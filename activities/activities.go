@@ -81,13 +81,22 @@ func (a *Activities) Poll(ctx context.Context, in api.PollInput) (api.PollResult
 		if errors.As(err, &nf) {
 			return api.PollResult{}, temporal.NewApplicationError(err.Error(), api.ErrTypeRevisionNotFound)
 		}
-		return api.PollResult{}, temporal.NewApplicationError(err.Error(), api.ErrTypeGit)
+		return api.PollResult{}, gitError(err)
 	}
 	inv, err := a.Inventory.Read(ctx)
 	if err != nil {
 		return api.PollResult{}, fmt.Errorf("reading the cluster inventory: %w", err)
 	}
 	return api.PollResult{Commit: commit, InventoryGeneration: inv.Generation, Leaving: leavingOf(inv, in.Key().Namespace)}, nil
+}
+
+// gitError is a failed ls-remote or clone as the workflows see it: retried, unless retrying cannot help (a
+// local repository this worker refuses).
+func gitError(err error) error {
+	if errors.Is(err, gitcache.ErrLocalRepo) {
+		return temporal.NewNonRetryableApplicationError(err.Error(), api.ErrTypeGit, nil)
+	}
+	return temporal.NewApplicationError(err.Error(), api.ErrTypeGit)
 }
 
 // resolve is the commit of a repository's branch or revision, or what stands for one for a HelmOp.
@@ -134,7 +143,7 @@ func (a *Activities) Plan(ctx context.Context, in api.PlanInput) (api.Plan, erro
 	dir, err := a.checkout(ctx, gitcache.Remote{URL: in.Repo, Secret: in.ClientSecretName, CABundle: in.CABundle,
 		InsecureSkipTLSVerify: in.InsecureSkipTLSVerify}, in.Commit, in.HelmOp)
 	if err != nil {
-		return api.Plan{}, temporal.NewApplicationError(err.Error(), api.ErrTypeGit)
+		return api.Plan{}, gitError(err)
 	}
 	bundles, err := plan.Load(dir, in.GitRepo, in.Paths, in.Targets)
 	if err != nil {
@@ -226,7 +235,7 @@ func (a *Activities) handle(ctx context.Context, t api.ClusterTarget, ping bool,
 	}
 	if h.dir, err = a.checkout(ctx, gitcache.Remote{URL: t.Repo, Secret: t.ClientSecretName, CABundle: t.CABundle,
 		InsecureSkipTLSVerify: t.InsecureSkipTLSVerify}, t.Commit, t.HelmOp); err != nil {
-		return nil, temporal.NewApplicationError(err.Error(), api.ErrTypeGit)
+		return nil, gitError(err)
 	}
 	return h, nil
 }

@@ -44,7 +44,7 @@ func (a *Activities) renderHandle(ctx context.Context, t api.ClusterTarget) (*cl
 	}
 	if h.dir, err = a.checkout(ctx, gitcache.Remote{URL: t.Repo, Secret: t.ClientSecretName, CABundle: t.CABundle,
 		InsecureSkipTLSVerify: t.InsecureSkipTLSVerify}, t.Commit, t.HelmOp); err != nil {
-		return nil, temporal.NewApplicationError(err.Error(), api.ErrTypeGit)
+		return nil, gitError(err)
 	}
 	return h, nil
 }

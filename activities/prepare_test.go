@@ -26,7 +26,7 @@ func (f fixedInventory) Read(context.Context) (inventory.Inventory, error) {
 // managementWorker is a worker of its own (own checkouts, own content store) over the same inventory.
 func managementWorker(t *testing.T, inv inventory.Inventory) *Activities {
 	dir := t.TempDir()
-	return &Activities{Git: &gitcache.Cache{Dir: filepath.Join(dir, "git")}, Inventory: fixedInventory(inv),
+	return &Activities{Git: &gitcache.Cache{Dir: filepath.Join(dir, "git"), AllowLocal: true}, Inventory: fixedInventory(inv),
 		Content: &content.Store{Dir: filepath.Join(dir, "content")}}
 }
 

@@ -38,7 +38,7 @@ type directSpec struct {
 // object ready: what Flotilla does, without Temporal. It returns the time from start to all ready.
 func runDirect(ctx context.Context, ds directSpec) (time.Duration, error) {
 	start := time.Now()
-	cache := &gitcache.Cache{Dir: ds.cacheDir}
+	cache := &gitcache.Cache{Dir: ds.cacheDir, AllowLocal: true}
 	commit, err := cache.Resolve(ctx, gitcache.Remote{URL: ds.repoURL}, "main", "")
 	if err != nil {
 		return 0, err

@@ -181,7 +181,8 @@ func checkout(ctx context.Context, f *renderFlags, spec fleet.GitRepoSpec, commi
 		cleanup()
 		return "", nil, err
 	}
-	cache := &gitcache.Cache{Dir: cacheDir, Creds: creds}
+	// The CLI renders for the user who runs it, from repositories they name: a folder of theirs is fine.
+	cache := &gitcache.Cache{Dir: cacheDir, Creds: creds, AllowLocal: true}
 	dir, err := cache.Checkout(ctx, gitcache.Remote{URL: spec.Repo, Secret: spec.ClientSecretName, CABundle: spec.CABundle,
 		InsecureSkipTLSVerify: spec.InsecureSkipTLSVerify}, commit)
 	if err != nil {

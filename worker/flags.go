@@ -35,6 +35,7 @@ type config struct {
 	webhookMaxBody               string
 	pprofListen                  string
 	metricsListen                string
+	allowLocalRepos              bool
 	// temporal is how to reach Temporal securely (--tls*, --api-key-file); see temporalSettings.
 	temporal temporalconn.Settings
 }
@@ -84,8 +85,14 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.StringVar(&c.webhookSecret, "webhook-secret-file", os.Getenv("FLOTILLA_WEBHOOK_SECRET_FILE"), "file holding the webhook secret (env FLOTILLA_WEBHOOK_SECRET_FILE); required with --webhook-listen")
 	fs.StringVar(&c.webhookMaxBody, "webhook-max-body", envdefault.Or("FLOTILLA_WEBHOOK_MAX_BODY", resource.NewQuantity(webhook.DefaultMaxBody, resource.BinarySI).String()),
 		"largest webhook payload read, e.g. 4Mi or 1M (env FLOTILLA_WEBHOOK_MAX_BODY); a larger delivery is refused with 413 and waits for the next poll")
+	fs.BoolVar(&c.allowLocalRepos, "allow-local-repos", envdefault.Bool("FLOTILLA_ALLOW_LOCAL_REPOS"),
+		"let GitRepos name repositories on this machine's disk (file://, a path) (env FLOTILLA_ALLOW_LOCAL_REPOS=1); off, "+
+			"since any workspace could then name another's checkout or any folder the worker reads: only where one trusted party writes every GitRepo")
 	c.temporal.AddFlags(fs)
 	if err := envdefault.CheckNumbers(workerNumericEnv, []string{"FLOTILLA_HELM_QPS"}); err != nil {
+		return config{}, err
+	}
+	if err := envdefault.CheckBools("FLOTILLA_ALLOW_LOCAL_REPOS"); err != nil {
 		return config{}, err
 	}
 	if err := fs.Parse(args); err != nil {

@@ -94,7 +94,7 @@ func run() error {
 	}
 	defer c.Close()
 
-	cache := &gitcache.Cache{Dir: cfg.cacheDir, Creds: creds}
+	cache := &gitcache.Cache{Dir: cfg.cacheDir, Creds: creds, AllowLocal: cfg.allowLocalRepos}
 	// Without Flotilla's search attributes every workflow task fails and nothing says why: check (and
 	// create where allowed) before polling, and stop with the commands to run otherwise.
 	sctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -264,8 +264,13 @@ type WorkerOptions struct {
 	TemporalNamespace string
 	// TaskQueue is the installation's; empty is api.DefaultTaskQueue.
 	TaskQueue string
-	ExtraArgs []string
-	Detached  bool
+	// RefuseLocalRepos starts the worker as an installation does, refusing repositories on its disk; by
+	// default it allows them (FLOTILLA_ALLOW_LOCAL_REPOS=1), since every repository of `make up`, the
+	// tests and the benchmark is a folder of this machine. The environment, not the flag, carries it, so
+	// an older worker binary (make bench-compare's base) starts all the same.
+	RefuseLocalRepos bool
+	ExtraArgs        []string
+	Detached         bool
 }
 
 // StartWorker starts bin/flotilla-worker as its own process. The task queue is always on its command line,
@@ -276,8 +281,12 @@ func StartWorker(o WorkerOptions) (*proc.Process, error) {
 	if o.TemporalNamespace != "" {
 		args = append(args, "--temporal-namespace", o.TemporalNamespace)
 	}
+	env := []string{"FLOTILLA_ALLOW_LOCAL_REPOS=1"}
+	if o.RefuseLocalRepos {
+		env = []string{"FLOTILLA_ALLOW_LOCAL_REPOS=0"}
+	}
 	return proc.Start(proc.Spec{Name: "flotilla-worker", Path: filepath.Join(o.Bin, "flotilla-worker"),
-		Args: append(args, o.ExtraArgs...), LogFile: o.LogFile, PIDFile: o.PIDFile, Detached: o.Detached})
+		Args: append(args, o.ExtraArgs...), Env: env, LogFile: o.LogFile, PIDFile: o.PIDFile, Detached: o.Detached})
 }
 
 // AgentOptions start a flotilla-agent process for one cluster.

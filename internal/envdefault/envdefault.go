@@ -48,6 +48,25 @@ func Float(key string, fallback float64) float64 {
 	return fallback
 }
 
+// Bool is a boolean flag's default from the environment (1, true, 0, false, as strconv.ParseBool reads
+// them); CheckBools refuses a value that does not parse.
+func Bool(key string) bool {
+	v, err := strconv.ParseBool(os.Getenv(key))
+	return err == nil && v
+}
+
+// CheckBools returns an error naming the first of keys that is set but is not a boolean.
+func CheckBools(keys ...string) error {
+	for _, key := range keys {
+		if v := os.Getenv(key); v != "" {
+			if _, err := strconv.ParseBool(v); err != nil {
+				return fmt.Errorf("%s=%q: not a boolean (1, true, 0 or false)", key, v)
+			}
+		}
+	}
+	return nil
+}
+
 // CheckNumbers returns an error naming the first of ints or floats that is set but does not parse.
 func CheckNumbers(ints, floats []string) error {
 	for _, key := range ints {

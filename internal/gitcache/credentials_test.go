@@ -214,7 +214,7 @@ func TestASecretWithoutWhatTheURLNeeds(t *testing.T) {
 	c := &Cache{Dir: t.TempDir(), Creds: storeOf(t, map[string]map[string]any{
 		"basic": {"username": gitUser, "password": gitPassword},
 		"ssh":   {"sshPrivateKey": string(key), "insecureIgnoreHostKey": true},
-	})}
+	}), AllowLocal: true}
 	requireFails(t, c, Remote{URL: "ssh://git@127.0.0.1:1/web", Secret: "basic"}, []string{`clientSecretName "basic" has no ssh-privatekey`}, gitPassword)
 	requireFails(t, c, Remote{URL: "https://127.0.0.1:1/web", Secret: "ssh"}, []string{`clientSecretName "ssh" has no password (or token)`}, string(key))
 	requireFails(t, c, Remote{URL: "file:///srv/git/web", Secret: "basic"}, []string{`clientSecretName "basic": a file repository takes no credentials`}, gitPassword)

@@ -18,6 +18,7 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/memory"
 	"github.com/skeema/knownhosts"
 
@@ -48,6 +49,10 @@ type Cache struct {
 	Creds Credentials
 	// Keep is how many commits per repository stay on disk (default 5).
 	Keep int
+	// AllowLocal lets a repository be a folder of this machine (file://, a path): off, a GitRepo could name
+	// another workspace's checkout in this very cache, or any repository the worker can read. Only a
+	// worker whose GitRepos all come from one trusted party allows it (make up, the tests).
+	AllowLocal bool
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
@@ -71,7 +76,7 @@ func (c *Cache) resolve(ctx context.Context, r Remote, branch, revision string) 
 		return revision, nil
 	}
 	repo := r.URL
-	if err := checkParses(repo); err != nil {
+	if err := c.checkRemote(repo); err != nil {
 		return "", err
 	}
 	a, err := c.access(r)
@@ -137,10 +142,12 @@ func (c *Cache) checkout(ctx context.Context, r Remote, commit string) (string, 
 	if !fullSHA.MatchString(commit) {
 		return "", fmt.Errorf("checkout %s: %q is not a full commit SHA", Sanitize(repo), commit)
 	}
-	if err := checkParses(repo); err != nil {
+	if err := c.checkRemote(repo); err != nil {
 		return "", err
 	}
-	repoDir := filepath.Join(c.Dir, repoKey(repo))
+	// A checkout is kept for the credentials that cloned it: a GitRepo naming another's private URL, and
+	// a commit it learnt, must clone with its own credentials (and fail without), not find the other's.
+	repoDir := filepath.Join(c.Dir, repoKey(repo+"\x00"+r.Secret))
 	dir := filepath.Join(repoDir, commit)
 	if _, err := os.Stat(filepath.Join(dir, ".flotilla-complete")); err == nil {
 		return dir, nil
@@ -239,6 +246,28 @@ func (c *Cache) prune(repoDir, current string) {
 			_ = os.RemoveAll(filepath.Join(repoDir, it.name))
 		}
 	}
+}
+
+// ErrLocalRepo refuses a repository that is a folder of the worker's machine (see Cache.AllowLocal).
+var ErrLocalRepo = errors.New("a repository on the worker's own disk (file:// or a path) is refused: any workspace could name " +
+	"another's checkout or any folder the worker can read; an operator allows them with flotilla-worker --allow-local-repos " +
+	"(FLOTILLA_ALLOW_LOCAL_REPOS=1)")
+
+// checkRemote refuses what cannot be parsed and, unless allowed, a local repository.
+func (c *Cache) checkRemote(repo string) error {
+	if err := checkParses(repo); err != nil {
+		return err
+	}
+	if !c.AllowLocal && IsLocal(repo) {
+		return fmt.Errorf("%s: %w", Sanitize(repo), ErrLocalRepo)
+	}
+	return nil
+}
+
+// IsLocal reports whether go-git would read repo from this machine's disk rather than over a network.
+func IsLocal(repo string) bool {
+	ep, err := transport.NewEndpoint(repo)
+	return err != nil || ep.Protocol == "file"
 }
 
 func repoKey(repo string) string {

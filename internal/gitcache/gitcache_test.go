@@ -33,7 +33,7 @@ func TestResolveAndCheckoutFollowTheBranch(t *testing.T) {
 	first := runGit(t, src, "rev-parse", "HEAD")
 	runGit(t, src, "tag", "-a", "v1", "-m", "v1")
 
-	c := &Cache{Dir: t.TempDir()}
+	c := &Cache{Dir: t.TempDir(), AllowLocal: true}
 	ctx := context.Background()
 	got, err := c.Resolve(ctx, Remote{URL: "file://" + src}, "main", "")
 	require.NoError(t, err)
