@@ -106,7 +106,7 @@ func (a *Activities) resolve(ctx context.Context, in api.PollInput) (string, err
 		return commit, err
 	}
 	start := time.Now()
-	commit, err := a.Git.Resolve(ctx, gitcache.Remote{URL: in.Repo, Secret: in.ClientSecretName, CABundle: in.CABundle,
+	commit, err := a.Git.Resolve(ctx, gitcache.Remote{URL: in.Repo, Workspace: in.Key().Namespace, Secret: in.ClientSecretName, CABundle: in.CABundle,
 		InsecureSkipTLSVerify: in.InsecureSkipTLSVerify}, in.Branch, in.Revision)
 	a.Metrics.Git(metrics.GitLsRemote, time.Since(start), err)
 	return commit, err
@@ -140,7 +140,7 @@ func (a *Activities) Plan(ctx context.Context, in api.PlanInput) (api.Plan, erro
 	if err := target.Validate(in.Targets); err != nil {
 		return api.Plan{}, temporal.NewNonRetryableApplicationError("spec.targets: "+err.Error(), api.ErrTypeInvalidTargets, nil)
 	}
-	dir, err := a.checkout(ctx, gitcache.Remote{URL: in.Repo, Secret: in.ClientSecretName, CABundle: in.CABundle,
+	dir, err := a.checkout(ctx, gitcache.Remote{URL: in.Repo, Workspace: in.Key().Namespace, Secret: in.ClientSecretName, CABundle: in.CABundle,
 		InsecureSkipTLSVerify: in.InsecureSkipTLSVerify}, in.Commit, in.HelmOp)
 	if err != nil {
 		return api.Plan{}, gitError(err)
@@ -233,7 +233,7 @@ func (a *Activities) handle(ctx context.Context, t api.ClusterTarget, ping bool,
 		}
 		return h, nil
 	}
-	if h.dir, err = a.checkout(ctx, gitcache.Remote{URL: t.Repo, Secret: t.ClientSecretName, CABundle: t.CABundle,
+	if h.dir, err = a.checkout(ctx, gitcache.Remote{URL: t.Repo, Workspace: t.Key().Namespace, Secret: t.ClientSecretName, CABundle: t.CABundle,
 		InsecureSkipTLSVerify: t.InsecureSkipTLSVerify}, t.Commit, t.HelmOp); err != nil {
 		return nil, gitError(err)
 	}

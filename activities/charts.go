@@ -9,9 +9,9 @@ import (
 )
 
 // chartLoader is render's ChartLoader within one activity; nil when the worker fetches no charts.
-func (a *Activities) chartLoader(ctx context.Context, access *api.ChartAccess, tls chartload.TLS) render.ChartLoader {
+func (a *Activities) chartLoader(ctx context.Context, key api.GitRepoKey, access *api.ChartAccess, tls chartload.TLS) render.ChartLoader {
 	if a.Charts == nil {
 		return nil
 	}
-	return chartload.New(ctx, a.Charts, access, tls, a.HelmCreds)
+	return chartload.New(ctx, a.Charts, key.Namespace, access, tls, a.HelmCreds)
 }

@@ -22,7 +22,7 @@ func (a *Activities) lockCharts(ctx context.Context, dir string, bundles []plan.
 	if a.Charts == nil {
 		return
 	}
-	loader := chartload.New(ctx, a.Charts, in.ChartAccess, chartload.TLS{CABundle: in.CABundle, InsecureSkipTLSVerify: in.InsecureSkipTLSVerify}, a.HelmCreds)
+	loader := chartload.New(ctx, a.Charts, in.Key().Namespace, in.ChartAccess, chartload.TLS{CABundle: in.CABundle, InsecureSkipTLSVerify: in.InsecureSkipTLSVerify}, a.HelmCreds)
 	targeted := make([][]fleet.ClusterInfo, len(bundles))
 	for _, pc := range clusters {
 		for _, i := range pc.Bundles {

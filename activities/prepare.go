@@ -42,7 +42,7 @@ func (a *Activities) renderHandle(ctx context.Context, t api.ClusterTarget) (*cl
 	if err != nil {
 		return nil, err
 	}
-	if h.dir, err = a.checkout(ctx, gitcache.Remote{URL: t.Repo, Secret: t.ClientSecretName, CABundle: t.CABundle,
+	if h.dir, err = a.checkout(ctx, gitcache.Remote{URL: t.Repo, Workspace: t.Key().Namespace, Secret: t.ClientSecretName, CABundle: t.CABundle,
 		InsecureSkipTLSVerify: t.InsecureSkipTLSVerify}, t.Commit, t.HelmOp); err != nil {
 		return nil, gitError(err)
 	}

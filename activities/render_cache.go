@@ -101,7 +101,7 @@ func (a *Activities) render(ctx context.Context, h *clusterHandle, t api.Cluster
 		RepoRoot: h.dir, Bundle: b, Cluster: h.info, GitRepo: t.GitRepo, Commit: t.Commit,
 		TargetNamespace: t.Options.TargetNamespace, KeepResources: t.Options.KeepResources, CorrectDrift: t.Options.CorrectDrift,
 		ForceSyncGeneration: t.Options.ForceSyncGeneration, GitRepoNamespace: t.Namespace,
-		Charts:     a.chartLoader(ctx, t.ChartAccess, chartload.TLS{CABundle: t.CABundle, InsecureSkipTLSVerify: t.InsecureSkipTLSVerify}),
+		Charts:     a.chartLoader(ctx, t.Key(), t.ChartAccess, chartload.TLS{CABundle: t.CABundle, InsecureSkipTLSVerify: t.InsecureSkipTLSVerify}),
 		ChartLocks: ref.Charts,
 	})
 	if err != nil {

@@ -169,7 +169,7 @@ func renderFolder(cmd *cobra.Command, f *renderFlags, namespace, dir string) err
 			continue
 		}
 		res.Bundles = append(res.Bundles, renderBundle(render.Input{RepoRoot: root, Bundle: b, Cluster: info, GitRepo: name,
-			Charts: chartLoader(cmd.Context(), nil, chartload.TLS{}, nil)}, false))
+			Charts: chartLoader(cmd.Context(), "", nil, chartload.TLS{}, nil)}, false))
 	}
 	withDependsOn(&res, loaded, plan.ResolveDependsOn(loaded, name, namespace))
 	if err := writeResults(cmd.OutOrStdout(), f.output, []clusterResult{res}, false); err != nil {

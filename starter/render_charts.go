@@ -30,8 +30,8 @@ func chartFetcher() *charts.Fetcher {
 
 // chartLoader resolves a preview's remote charts to their newest matching versions now: what the next
 // poll of a GitRepo would deploy.
-func chartLoader(ctx context.Context, access *api.ChartAccess, tls chartload.TLS, secrets chartload.Secrets) render.ChartLoader {
-	return chartload.New(ctx, chartFetcher(), access, tls, secrets)
+func chartLoader(ctx context.Context, workspace string, access *api.ChartAccess, tls chartload.TLS, secrets chartload.Secrets) render.ChartLoader {
+	return chartload.New(ctx, chartFetcher(), workspace, access, tls, secrets)
 }
 
 func chartOf(rel *render.Release) *chartInfo {

@@ -43,7 +43,7 @@ func renderGitRepo(cmd *cobra.Command, g *globals, f *renderFlags) error {
 		clusters = []fleet.Cluster{cl}
 	}
 
-	dir, cleanup, err := checkout(cmd.Context(), f, gr.Spec, commit)
+	dir, cleanup, err := checkout(cmd.Context(), f, key.Namespace, gr.Spec, commit)
 	if err != nil {
 		return err
 	}
@@ -62,7 +62,7 @@ func renderGitRepo(cmd *cobra.Command, g *globals, f *renderFlags) error {
 	if err != nil {
 		return err
 	}
-	charts := chartLoader(cmd.Context(), api.ChartAccessOf(gr.Spec),
+	charts := chartLoader(cmd.Context(), key.Namespace, api.ChartAccessOf(gr.Spec),
 		chartload.TLS{CABundle: gr.Spec.CABundle, InsecureSkipTLSVerify: gr.Spec.InsecureSkipTLSVerify}, secrets)
 	deps := plan.ResolveDependsOn(bundles, gr.Metadata.Name, key.Namespace)
 	var results []clusterResult
@@ -162,7 +162,7 @@ func readGitRepo(g *globals, c client.Client, key api.GitRepoKey) (fleet.GitRepo
 
 // checkout clones the repository at commit with the worker's git cache, into --cache-dir or a temporary
 // folder that cleanup removes.
-func checkout(ctx context.Context, f *renderFlags, spec fleet.GitRepoSpec, commit string) (string, func(), error) {
+func checkout(ctx context.Context, f *renderFlags, workspace string, spec fleet.GitRepoSpec, commit string) (string, func(), error) {
 	if spec.HelmOp != nil {
 		return helmOpCheckout(spec.HelmOp)
 	}
@@ -183,7 +183,7 @@ func checkout(ctx context.Context, f *renderFlags, spec fleet.GitRepoSpec, commi
 	}
 	// The CLI renders for the user who runs it, from repositories they name: a folder of theirs is fine.
 	cache := &gitcache.Cache{Dir: cacheDir, Creds: creds, AllowLocal: true}
-	dir, err := cache.Checkout(ctx, gitcache.Remote{URL: spec.Repo, Secret: spec.ClientSecretName, CABundle: spec.CABundle,
+	dir, err := cache.Checkout(ctx, gitcache.Remote{URL: spec.Repo, Workspace: workspace, Secret: spec.ClientSecretName, CABundle: spec.CABundle,
 		InsecureSkipTLSVerify: spec.InsecureSkipTLSVerify}, commit)
 	if err != nil {
 		cleanup()

@@ -22,7 +22,8 @@ import (
 // Secrets resolves a GitRepo's helmSecretName on the worker's side only (its credentials store):
 // credentials never travel through Temporal.
 type Secrets interface {
-	Get(name string) (*credentials.Secret, error)
+	// For is the secret name as a GitRepo of workspace may use it for url (credentials.Store.For).
+	For(workspace, name, url string) (*credentials.Secret, error)
 }
 
 // TLS is a GitRepo's caBundle and insecureSkipTLSVerify, which apply to its charts as to its repository.
@@ -38,14 +39,14 @@ type Loader struct {
 	creds   charts.Credentials
 }
 
-// New is the loader of a GitRepo whose chart access is access (nil: anonymous) and whose TLS settings are
-// tls; secrets may be nil when the worker has none.
-func New(ctx context.Context, f *charts.Fetcher, access *api.ChartAccess, tls TLS, secrets Secrets) *Loader {
+// New is the loader of a GitRepo of workspace whose chart access is access (nil: anonymous) and whose TLS
+// settings are tls; secrets may be nil when the worker has none.
+func New(ctx context.Context, f *charts.Fetcher, workspace string, access *api.ChartAccess, tls TLS, secrets Secrets) *Loader {
 	var a api.ChartAccess
 	if access != nil {
 		a = *access
 	}
-	return &Loader{ctx: ctx, fetcher: f, creds: &gitRepoCreds{access: a, tls: tls, secrets: secrets}}
+	return &Loader{ctx: ctx, fetcher: f, creds: &gitRepoCreds{workspace: workspace, access: a, tls: tls, secrets: secrets}}
 }
 
 // DepsSource is the lock key of the fetched dependencies of the repository chart in dir.
@@ -116,9 +117,10 @@ func find(locks []api.ChartLock, source string) (api.ChartLock, bool) {
 }
 
 type gitRepoCreds struct {
-	access  api.ChartAccess
-	tls     TLS
-	secrets Secrets
+	workspace string
+	access    api.ChartAccess
+	tls       TLS
+	secrets   Secrets
 }
 
 // PassCredentials is the GitRepo's helmPassCredentials (charts.PassCredentials).
@@ -143,7 +145,7 @@ func (g *gitRepoCreds) ForURL(url string) (*charts.Auth, error) {
 	if g.secrets == nil {
 		return nil, fmt.Errorf("helmSecretName %q: %w", g.access.SecretName, credentials.ErrNoCredentials)
 	}
-	secret, err := g.secrets.Get(g.access.SecretName)
+	secret, err := g.secrets.For(g.workspace, g.access.SecretName, url)
 	if err != nil {
 		return nil, fmt.Errorf("helmSecretName: %w", err)
 	}

@@ -29,6 +29,10 @@ const (
 	keyCACerts               = "cacerts"
 	keyInsecureSkipVerify    = "insecureSkipVerify"
 	keyInsecureIgnoreHostKey = "insecureIgnoreHostKey"
+	// keyWorkspaces and keyURLPrefixes say who may use a secret and where it goes (Secret.Workspaces,
+	// Secret.URLPrefixes): one entry a line, or separated by commas.
+	keyWorkspaces  = "workspaces"
+	keyURLPrefixes = "urlPrefixes"
 )
 
 // maxKey bounds one key's value: a CA bundle is the largest a secret holds.
@@ -61,13 +65,15 @@ func (f form) errorf(secret, key, format string, a ...any) error {
 // fileSecret is one entry of the file form. Keys match case-insensitively (encoding/json), as the
 // --git-credentials file's username and password always did.
 type fileSecret struct {
-	Username              *string `json:"username"`
-	Password              *string `json:"password"`
-	SSHPrivateKey         *string `json:"sshPrivateKey"`
-	KnownHosts            *string `json:"knownHosts"`
-	CABundle              *string `json:"caBundle"`
-	InsecureSkipTLSVerify bool    `json:"insecureSkipTLSVerify"`
-	InsecureIgnoreHostKey bool    `json:"insecureIgnoreHostKey"`
+	Username              *string  `json:"username"`
+	Password              *string  `json:"password"`
+	SSHPrivateKey         *string  `json:"sshPrivateKey"`
+	KnownHosts            *string  `json:"knownHosts"`
+	CABundle              *string  `json:"caBundle"`
+	InsecureSkipTLSVerify bool     `json:"insecureSkipTLSVerify"`
+	InsecureIgnoreHostKey bool     `json:"insecureIgnoreHostKey"`
+	Workspaces            []string `json:"workspaces"`
+	URLPrefixes           []string `json:"urlPrefixes"`
 }
 
 var yamlLine = regexp.MustCompile(`line (\d+)`)
@@ -90,7 +96,7 @@ func readFile(path string) (map[string]*Secret, error) {
 	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(doc, &raw); err != nil {
-		return nil, fmt.Errorf("%s: not a YAML map of secret name to its keys (username, password, sshPrivateKey, knownHosts, caBundle, insecureSkipTLSVerify, insecureIgnoreHostKey)", f.where)
+		return nil, fmt.Errorf("%s: not a YAML map of secret name to its keys (username, password, sshPrivateKey, knownHosts, caBundle, insecureSkipTLSVerify, insecureIgnoreHostKey, workspaces, urlPrefixes)", f.where)
 	}
 	secrets := map[string]*Secret{}
 	for name, body := range raw {
@@ -103,7 +109,8 @@ func readFile(path string) (map[string]*Secret, error) {
 		if err := dec.Decode(&fs); err != nil {
 			return nil, fileDecodeError(f, name, err)
 		}
-		sec := &Secret{InsecureSkipTLSVerify: fs.InsecureSkipTLSVerify, InsecureIgnoreHostKey: fs.InsecureIgnoreHostKey}
+		sec := &Secret{InsecureSkipTLSVerify: fs.InsecureSkipTLSVerify, InsecureIgnoreHostKey: fs.InsecureIgnoreHostKey,
+			Workspaces: fs.Workspaces, URLPrefixes: fs.URLPrefixes}
 		for _, v := range []struct {
 			to   *[]byte
 			from *string
@@ -128,7 +135,7 @@ func fileDecodeError(f form, name string, err error) error {
 	var typeErr *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &typeErr) && typeErr.Field == "":
-		return f.errorf(name, "", "not a map of keys (username, password, sshPrivateKey, knownHosts, caBundle, insecureSkipTLSVerify, insecureIgnoreHostKey)")
+		return f.errorf(name, "", "not a map of keys (username, password, sshPrivateKey, knownHosts, caBundle, insecureSkipTLSVerify, insecureIgnoreHostKey, workspaces, urlPrefixes)")
 	case errors.As(err, &typeErr):
 		want := "a string (quote it)"
 		if typeErr.Type.Kind() == reflect.Bool {
@@ -137,7 +144,7 @@ func fileDecodeError(f form, name string, err error) error {
 		return f.errorf(name, typeErr.Field, "not %s", want)
 	}
 	if m := unknownField.FindStringSubmatch(err.Error()); m != nil {
-		return f.errorf(name, m[1], "unknown key (known: username, password, sshPrivateKey, knownHosts, caBundle, insecureSkipTLSVerify, insecureIgnoreHostKey)")
+		return f.errorf(name, m[1], "unknown key (known: username, password, sshPrivateKey, knownHosts, caBundle, insecureSkipTLSVerify, insecureIgnoreHostKey, workspaces, urlPrefixes)")
 	}
 	return f.errorf(name, "", "does not decode")
 }
@@ -175,7 +182,8 @@ func readFolder(dir string) (map[string]*Secret, error) {
 	return secrets, nil
 }
 
-var folderKeys = []string{keyUsername, keyPassword, keySSHPrivateKey, keyKnownHosts, keyCACerts, keyInsecureSkipVerify, keyInsecureIgnoreHostKey}
+var folderKeys = []string{keyUsername, keyPassword, keySSHPrivateKey, keyKnownHosts, keyCACerts, keyInsecureSkipVerify, keyInsecureIgnoreHostKey,
+	keyWorkspaces, keyURLPrefixes}
 
 func readSecretFolder(f form, dir, name string) (*Secret, error) {
 	entries, err := os.ReadDir(dir)
@@ -203,6 +211,10 @@ func readSecretFolder(f form, dir, name string) (*Secret, error) {
 			sec.KnownHosts = data
 		case keyCACerts:
 			sec.CABundle = data
+		case keyWorkspaces:
+			sec.Workspaces = listOf(data)
+		case keyURLPrefixes:
+			sec.URLPrefixes = listOf(data)
 		case keyInsecureSkipVerify, keyInsecureIgnoreHostKey:
 			v, err := strconv.ParseBool(strings.TrimSpace(string(data)))
 			if err != nil {
@@ -218,6 +230,17 @@ func readSecretFolder(f form, dir, name string) (*Secret, error) {
 		}
 	}
 	return sec, nil
+}
+
+// listOf splits a key file holding a list: one entry a line, or separated by commas.
+func listOf(data []byte) []string {
+	var out []string
+	for _, f := range strings.FieldsFunc(string(data), func(r rune) bool { return r == '\n' || r == ',' || r == '\r' }) {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // readBounded reads a regular file of at most limit bytes.
@@ -276,8 +299,20 @@ func check(f form, name string, s *Secret) error {
 	if len(s.CABundle) > 0 && !x509.NewCertPool().AppendCertsFromPEM(s.CABundle) {
 		return f.errorf(name, f.caBundle, "holds no PEM certificate")
 	}
+	for _, w := range s.Workspaces {
+		if w != "*" && !workspaceName.MatchString(w) {
+			return f.errorf(name, keyWorkspaces, "%q is not a workspace (a namespace name, or * for every workspace)", w)
+		}
+	}
+	for _, p := range s.URLPrefixes {
+		if !strings.Contains(p, "://") && !strings.Contains(p, "@") {
+			return f.errorf(name, keyURLPrefixes, "%q is not a URL prefix (https://host/path/, ssh://…, oci://…, or git@host:path)", p)
+		}
+	}
 	return nil
 }
+
+var workspaceName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
 
 // checkKnownHosts parses every line; an error names the line, not its text (host keys are public, but a
 // misplaced secret could land here).

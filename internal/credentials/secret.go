@@ -23,6 +23,13 @@ type Secret struct {
 	InsecureSkipTLSVerify bool
 	// InsecureIgnoreHostKey accepts any SSH host key: without it, SSH needs KnownHosts.
 	InsecureIgnoreHostKey bool
+	// Workspaces are the workspaces whose GitRepos may name the secret ("*": every one). None is
+	// fleet-default alone, as a Fleet GitRepo uses only Secrets of its own namespace and the store's
+	// unscoped secrets were fleet-default's before workspaces. Not secret.
+	Workspaces []string
+	// URLPrefixes, when set, are the only URLs the secret is sent to (as Fleet's helmRepoURLRegex, by
+	// prefix). Not secret.
+	URLPrefixes []string
 }
 
 // set lists the keys a secret has, by their folder names.
@@ -69,5 +76,7 @@ func (s Secret) clone() *Secret {
 	for _, b := range []*[]byte{&c.Username, &c.Password, &c.SSHPrivateKey, &c.KnownHosts, &c.CABundle} {
 		*b = append([]byte(nil), (*b)...)
 	}
+	c.Workspaces = append([]string(nil), s.Workspaces...)
+	c.URLPrefixes = append([]string(nil), s.URLPrefixes...)
 	return &c
 }

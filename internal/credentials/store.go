@@ -7,9 +7,13 @@ package credentials
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
+	"slices"
 	"sort"
 	"strings"
+
+	"github.com/flotilla-gitops/flotilla/fleet"
 )
 
 // ErrNoCredentials is every Get of a nil Store: the worker was started without --credentials.
@@ -69,14 +73,61 @@ func LoadFlags(path, legacy string) (*Store, error) {
 	return nil, nil
 }
 
-// Get returns a copy of the named secret. Its error names the secret and where the store came from.
-func (s *Store) Get(name string) (*Secret, error) {
+// NotGivenError is a secret named by a GitRepo of a workspace the secret is not given to, or for a URL
+// outside its URL prefixes.
+type NotGivenError struct {
+	Name, Workspace, URL, Source string
+	// Workspaces or URLPrefixes are the secret's, whichever refused.
+	Workspaces, URLPrefixes []string
+}
+
+func (e *NotGivenError) Error() string {
+	if e.URLPrefixes != nil {
+		return fmt.Sprintf("secret %q is only sent to URLs under %s, and %s is not one (urlPrefixes in %s)",
+			e.Name, strings.Join(e.URLPrefixes, ", "), redactURL(e.URL), e.Source)
+	}
+	return fmt.Sprintf("secret %q is not given to workspace %q: a GitRepo uses only the secrets of its own workspace "+
+		"(this one's workspaces: %s); list %q in the secret's workspaces in %s", e.Name, e.Workspace,
+		strings.Join(orDefault(e.Workspaces), ", "), e.Workspace, e.Source)
+}
+
+// redactURL cuts what a URL may carry of a secret: user info, query, fragment.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" {
+		if at := strings.LastIndexByte(raw, '@'); at >= 0 && strings.Contains(raw[:at], ":") {
+			return raw[at+1:]
+		}
+		return raw
+	}
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	return u.String()
+}
+
+func orDefault(ws []string) []string {
+	if len(ws) == 0 {
+		return []string{fleet.DefaultNamespace}
+	}
+	return ws
+}
+
+// For returns a copy of the secret name as a GitRepo of workspace may use it to reach url: only a secret
+// given to the workspace (Secret.Workspaces), and only for a URL under its prefixes when it has some. Its
+// errors name the secret, the workspace or URL, and where the store came from, never a value.
+func (s *Store) For(workspace, name, url string) (*Secret, error) {
 	if s == nil {
 		return nil, fmt.Errorf("secret %q: %w", name, ErrNoCredentials)
 	}
 	sec, ok := s.secrets[name]
 	if !ok {
 		return nil, &UnknownSecretError{Name: name, Source: s.source}
+	}
+	workspace = fleet.Workspace(workspace)
+	if !slices.Contains(orDefault(sec.Workspaces), workspace) && !slices.Contains(sec.Workspaces, "*") {
+		return nil, &NotGivenError{Name: name, Workspace: workspace, Source: s.source, Workspaces: sec.Workspaces}
+	}
+	if len(sec.URLPrefixes) > 0 && !slices.ContainsFunc(sec.URLPrefixes, func(p string) bool { return strings.HasPrefix(url, p) }) {
+		return nil, &NotGivenError{Name: name, URL: url, Source: s.source, URLPrefixes: sec.URLPrefixes}
 	}
 	return sec.clone(), nil
 }

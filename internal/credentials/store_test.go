@@ -86,21 +86,21 @@ func TestLoadTheFileForm(t *testing.T) {
 	require.Equal(t, []string{"helm", "https", "loose", "ssh", "token"}, store.Names())
 	require.Equal(t, path, store.Source())
 
-	got, err := store.Get("https")
+	got, err := store.For("", "https", "https://git.example/")
 	require.NoError(t, err)
 	require.Equal(t, &Secret{Username: []byte("flotilla"), Password: []byte(password)}, got, "a trailing line break is dropped")
-	got, err = store.Get("ssh")
+	got, err = store.For("", "ssh", "https://git.example/")
 	require.NoError(t, err)
 	require.Equal(t, &Secret{SSHPrivateKey: []byte(key), KnownHosts: []byte(knownHost)}, got)
-	got, err = store.Get("helm")
+	got, err = store.For("", "helm", "https://git.example/")
 	require.NoError(t, err)
 	require.Equal(t, &Secret{Username: []byte("u"), Password: []byte(password), CABundle: []byte(ca), InsecureSkipTLSVerify: true}, got)
-	got, err = store.Get("loose")
+	got, err = store.For("", "loose", "https://git.example/")
 	require.NoError(t, err)
 	require.True(t, got.InsecureIgnoreHostKey)
 
 	got.Password = []byte("changed")
-	again, err := store.Get("helm")
+	again, err := store.For("", "helm", "https://git.example/")
 	require.NoError(t, err)
 	require.Equal(t, password, string(again.Password), "Get hands out a copy")
 }
@@ -111,7 +111,7 @@ func TestLoadTheGitCredentialsFileOfEarlierReleases(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte("gitlab: {username: bot, password: tok}\ngithub:\n  Username: me\n  Password: pat\n"), 0o600))
 	store, err := Load(path)
 	require.NoError(t, err)
-	got, err := store.Get("github")
+	got, err := store.For("", "github", "https://git.example/")
 	require.NoError(t, err)
 	require.Equal(t, &Secret{Username: []byte("me"), Password: []byte("pat")}, got)
 
@@ -131,16 +131,16 @@ func TestLoadTheFolderFormWithFleetsKeyNames(t *testing.T) {
 	store, err := Load(dir)
 	require.NoError(t, err)
 	require.Equal(t, []string{"basic", "helm", "loose", "ssh"}, store.Names())
-	got, err := store.Get("basic")
+	got, err := store.For("", "basic", "https://git.example/")
 	require.NoError(t, err)
 	require.Equal(t, &Secret{Username: []byte("flotilla"), Password: []byte(password)}, got)
-	got, err = store.Get("ssh")
+	got, err = store.For("", "ssh", "https://git.example/")
 	require.NoError(t, err)
 	require.Equal(t, &Secret{SSHPrivateKey: []byte(key), KnownHosts: []byte(knownHost)}, got)
-	got, err = store.Get("helm")
+	got, err = store.For("", "helm", "https://git.example/")
 	require.NoError(t, err)
 	require.Equal(t, &Secret{Username: []byte("u"), Password: []byte(password), CABundle: []byte(ca), InsecureSkipTLSVerify: true}, got)
-	got, err = store.Get("loose")
+	got, err = store.For("", "loose", "https://git.example/")
 	require.NoError(t, err)
 	require.True(t, got.InsecureIgnoreHostKey)
 }
@@ -149,13 +149,13 @@ func TestGetOfAnUnknownNameAndOfANilStore(t *testing.T) {
 	path := writeFile(t, map[string]map[string]any{"git": {"password": password}})
 	store, err := Load(path)
 	require.NoError(t, err)
-	_, err = store.Get("nope")
+	_, err = store.For("", "nope", "https://git.example/")
 	require.EqualError(t, err, `secret "nope" is not in the worker's credentials (loaded from `+path+`)`)
 	var unknown *UnknownSecretError
 	require.ErrorAs(t, err, &unknown)
 
 	var none *Store
-	_, err = none.Get("git")
+	_, err = none.For("", "git", "https://git.example/")
 	require.EqualError(t, err, `secret "git": the worker has no credentials configured (--credentials)`)
 	require.ErrorIs(t, err, ErrNoCredentials)
 	require.Empty(t, none.Names())
@@ -208,7 +208,7 @@ func TestLoadErrorsNameWhereAndNeverWhat(t *testing.T) {
 		keys map[string]string
 		want string
 	}{
-		{"unknown key", map[string]string{"ssh-publickey": leak}, `secret "web": key ssh-publickey: unknown key (known: username, password, ssh-privatekey, known_hosts, cacerts, insecureSkipVerify, insecureIgnoreHostKey)`},
+		{"unknown key", map[string]string{"ssh-publickey": leak}, `secret "web": key ssh-publickey: unknown key (known: username, password, ssh-privatekey, known_hosts, cacerts, insecureSkipVerify, insecureIgnoreHostKey, workspaces, urlPrefixes)`},
 		{"bad key", map[string]string{"ssh-privatekey": leak}, `secret "web": key ssh-privatekey: not a private key SSH can read`},
 		{"not a bool", map[string]string{"password": "p", "insecureSkipVerify": leak}, `secret "web": key insecureSkipVerify: not true or false`},
 		{"username alone", map[string]string{"username": leak}, `secret "web": key username: set without password`},

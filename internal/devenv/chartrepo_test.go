@@ -106,7 +106,7 @@ func TestChartRepoCredentialsAreWhatTheWorkerLoads(t *testing.T) {
 	require.NoError(t, os.WriteFile(file, data, 0o600))
 	store, err := credentials.Load(file)
 	require.NoError(t, err)
-	s, err := store.Get(ChartRepoSecret)
+	s, err := store.For("", ChartRepoSecret, r.URL)
 	require.NoError(t, err)
 	require.Equal(t, r.Username, string(s.Username))
 	require.Equal(t, r.Password, string(s.Password))

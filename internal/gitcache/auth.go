@@ -43,7 +43,7 @@ func (c *Cache) access(r Remote) (access, error) {
 	if c.Creds == nil {
 		return a, fmt.Errorf("clientSecretName %q: %w", r.Secret, credentials.ErrNoCredentials)
 	}
-	sec, err := c.Creds.Get(r.Secret)
+	sec, err := c.Creds.For(r.Workspace, r.Secret, r.URL)
 	if err != nil {
 		return a, fmt.Errorf("clientSecretName: %w", err)
 	}
@@ -56,6 +56,9 @@ func (c *Cache) access(r Remote) (access, error) {
 		a.auth, err = c.sshAuth(r.Secret, sec, ep)
 		return a, err
 	case "http", "https":
+		if ep.Protocol == "http" {
+			return a, fmt.Errorf("clientSecretName %q: credentials are never sent over plain http://, where anyone on the way reads them: use the repository's https:// URL", r.Secret)
+		}
 		if len(sec.Password) == 0 {
 			return a, fmt.Errorf("clientSecretName %q has no password (or token), which an %s:// repository needs", r.Secret, ep.Protocol)
 		}

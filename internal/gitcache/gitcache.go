@@ -28,13 +28,16 @@ import (
 // Credentials resolves a GitRepo's clientSecretName on the worker's side (internal/credentials.Store), so
 // secrets never travel through Temporal. With a nil Credentials a GitRepo that names a secret fails.
 type Credentials interface {
-	Get(name string) (*credentials.Secret, error)
+	// For is the secret name as a GitRepo of workspace may use it for url (credentials.Store.For).
+	For(workspace, name, url string) (*credentials.Secret, error)
 }
 
 // Remote is a repository and how to reach it: a GitRepo's repo, clientSecretName, caBundle and
 // insecureSkipTLSVerify.
 type Remote struct {
 	URL string
+	// Workspace is the GitRepo's: a secret is looked up as that workspace may use it.
+	Workspace string
 	// Secret names the credentials (clientSecretName); empty is anonymous.
 	Secret string
 	// CABundle is PEM certificates trusted besides the system's for an HTTPS URL.
@@ -147,7 +150,7 @@ func (c *Cache) checkout(ctx context.Context, r Remote, commit string) (string, 
 	}
 	// A checkout is kept for the credentials that cloned it: a GitRepo naming another's private URL, and
 	// a commit it learnt, must clone with its own credentials (and fail without), not find the other's.
-	repoDir := filepath.Join(c.Dir, repoKey(repo+"\x00"+r.Secret))
+	repoDir := filepath.Join(c.Dir, repoKey(repo+"\x00"+r.Workspace+"\x00"+r.Secret))
 	dir := filepath.Join(repoDir, commit)
 	if _, err := os.Stat(filepath.Join(dir, ".flotilla-complete")); err == nil {
 		return dir, nil
