@@ -21,10 +21,17 @@ func releaseConflict(st agentclient.ReleaseState, rel *render.Release, t api.Clu
 	if !st.Exists {
 		return ""
 	}
-	if rel.Options.Helm != nil && rel.Options.Helm.TakeOwnership {
-		return ""
-	}
 	owner, ownerBundle, self := api.ReleaseOwner(st.Labels), st.Labels[api.LabelBundle], t.Key()
+	if rel.Options.Helm != nil && rel.Options.Helm.TakeOwnership {
+		if owner.Name == "" || owner.Namespace == self.Namespace {
+			return ""
+		}
+		// Adopted, another workspace's release would be uninstalled when the adopter leaves: a workspace is a
+		// boundary, and content of one never takes what another deployed.
+		return fmt.Sprintf("release %s/%s belongs to GitRepo %q of workspace %q: helm.takeOwnership adopts only a release no "+
+			"Flotilla GitRepo owns, or one of this GitRepo's own workspace (%q); give this bundle its own helm.releaseName (or namespace)",
+			st.Namespace, st.Name, owner.Qualified(), owner.Namespace, self.Namespace)
+	}
 	var whose string
 	switch {
 	case owner.Name == "":

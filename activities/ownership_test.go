@@ -40,7 +40,12 @@ func TestAReleaseBelongsToTheGitRepoOfItsWorkspace(t *testing.T) {
 	require.Contains(t, releaseConflict(other, rel, target("")), `belongs to GitRepo "shop" (bundle "shop-app")`, "fleet-default names as before")
 
 	adopt := &render.Release{Bundle: "web-app", Options: fleet.BundleDeploymentOptions{Helm: &fleet.HelmOptions{TakeOwnership: true}}}
-	require.Empty(t, releaseConflict(ownedByA, adopt, target("team-b")), "takeOwnership adopts it")
+	require.Empty(t, releaseConflict(ownedByA, adopt, target("team-a")), "takeOwnership adopts a release of its own workspace")
+	require.Empty(t, releaseConflict(liveRelease(map[string]string{}), adopt, target("team-b")), "and one no Flotilla GitRepo owns")
+	require.Equal(t, `release app/web-app belongs to GitRepo "team-a/web" of workspace "team-a": helm.takeOwnership adopts only a release `+
+		`no Flotilla GitRepo owns, or one of this GitRepo's own workspace ("team-b"); give this bundle its own helm.releaseName (or namespace)`,
+		releaseConflict(ownedByA, adopt, target("team-b")), "never another workspace's")
+	require.Contains(t, releaseConflict(legacy, adopt, target("team-b")), `of workspace "fleet-default"`)
 }
 
 // Uninstall and sweep list releases by the name label and keep only their GitRepo's own.
