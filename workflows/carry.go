@@ -83,6 +83,11 @@ func (c *GitRepoCarry) takeRollout() *rollout {
 // maxCarryBytes bounds the packed state, far under the 2 MB limit so the rest of the input and a margin fit.
 const maxCarryBytes = 1 << 20
 
+// maxUnpackedCarry bounds the carried state once decompressed. A real one is about 3 MB at 1,000 clusters
+// of ten bundles; gzip turns 254 KiB of zeros into 572 MiB, and a workflow input is anyone's who may start
+// a workflow: read past this, the run fails alone instead of every worker that replays it crash-looping.
+const maxUnpackedCarry = 64 << 20
+
 // carryMessageLimit is how long a carried message may stay when the state must be trimmed.
 const carryMessageLimit = 200
 
@@ -111,9 +116,12 @@ func unpackCarry(z []byte) (GitRepoCarry, error) {
 	if err != nil {
 		return c, err
 	}
-	data, err := io.ReadAll(r)
+	data, err := io.ReadAll(io.LimitReader(r, maxUnpackedCarry+1))
 	if err != nil {
 		return c, err
+	}
+	if len(data) > maxUnpackedCarry {
+		return c, fmt.Errorf("larger than %d MiB once decompressed, the most a GitRepo carries", maxUnpackedCarry>>20)
 	}
 	if err := json.Unmarshal(data, &c); err != nil {
 		return c, fmt.Errorf("decoding: %w", err)

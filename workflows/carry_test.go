@@ -1,6 +1,8 @@
 package workflows
 
 import (
+	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -8,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
@@ -95,4 +98,32 @@ func mustMarshal(t *testing.T, v any) []byte {
 	b, err := json.Marshal(v)
 	require.NoError(t, err)
 	return b
+}
+
+// A carried state that decompresses past the limit (a gzip bomb in a workflow input: 256 KiB of zeros is
+// 256 MiB) fails that GitRepo's run alone, naming the limit, and never reads the rest into memory.
+func TestACarriedStateThatExpandsPastTheLimitFailsThatRunAlone(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	require.NoError(t, err)
+	zeros := make([]byte, 1<<20)
+	for range 256 {
+		_, err = w.Write(zeros)
+		require.NoError(t, err)
+	}
+	require.NoError(t, w.Close())
+	require.Less(t, buf.Len(), 512<<10)
+
+	_, err = unpackCarry(buf.Bytes())
+	require.EqualError(t, err, "larger than 64 MiB once decompressed, the most a GitRepo carries")
+
+	env := newEnv()
+	in := shopInput(10)
+	in.CarryZ = buf.Bytes()
+	env.ExecuteWorkflow(GitRepoWorkflow, in)
+	var appErr *temporal.ApplicationError
+	require.ErrorAs(t, env.GetWorkflowError(), &appErr)
+	require.Equal(t, api.ErrTypeInvalidCarry, appErr.Type())
+	require.True(t, appErr.NonRetryable())
+	require.Contains(t, appErr.Error(), "gitrepo shop: carried state: larger than 64 MiB once decompressed")
 }
