@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/flotilla-gitops/flotilla/internal/bytesize"
@@ -23,6 +25,12 @@ const (
 	// handled in well under a second; with DefaultMaxBody it bounds buffered payloads to 32 MiB and the
 	// listings the webhook asks of Temporal visibility to 8 at a time.
 	DefaultMaxInFlight = 8
+	// DefaultMaxPerSource is how many of those slots one source address may hold: a sender with a
+	// well-formed signature header (which only the body can disprove) and a slow body cannot take them all.
+	DefaultMaxPerSource = 2
+	// DefaultBodyDeadline is how long a delivery's body may take to arrive once its slot is taken. A
+	// provider sends the body with the headers; one still trickling in is not a provider's.
+	DefaultBodyDeadline = 5 * time.Second
 	// busyRetryAfter is the Retry-After of a delivery turned away by the in-flight limit.
 	busyRetryAfter = 2 * time.Second
 )
@@ -34,6 +42,10 @@ type Limits struct {
 	// MaxInFlight is how many deliveries are being read, verified or handled at once (DefaultMaxInFlight
 	// when 0); more are answered 503 with Retry-After without reading their bodies.
 	MaxInFlight int
+	// MaxPerSource is how many of them one remote address may hold (DefaultMaxPerSource when 0).
+	MaxPerSource int
+	// BodyDeadline bounds the reading of a body (DefaultBodyDeadline when 0).
+	BodyDeadline time.Duration
 }
 
 func (l Limits) withDefaults() (Limits, error) {
@@ -43,14 +55,51 @@ func (l Limits) withDefaults() (Limits, error) {
 	if l.MaxInFlight == 0 {
 		l.MaxInFlight = DefaultMaxInFlight
 	}
+	if l.MaxPerSource == 0 {
+		l.MaxPerSource = min(DefaultMaxPerSource, l.MaxInFlight)
+	}
+	if l.BodyDeadline == 0 {
+		l.BodyDeadline = DefaultBodyDeadline
+	}
 	if l.MaxBody < 0 || l.MaxBody > MaxBodyCeiling {
 		return l, fmt.Errorf("webhook: body limit (--webhook-max-body) must be between 1 byte and %s, the most a provider sends; got %d bytes",
 			bytesize.Format(MaxBodyCeiling), l.MaxBody)
 	}
-	if l.MaxInFlight < 0 {
-		return l, fmt.Errorf("webhook: in-flight limit must be positive; got %d", l.MaxInFlight)
+	if l.MaxInFlight < 0 || l.MaxPerSource < 0 || l.BodyDeadline < 0 {
+		return l, fmt.Errorf("webhook: in-flight limits and the body deadline must be positive; got %d, %d a source, %s",
+			l.MaxInFlight, l.MaxPerSource, l.BodyDeadline)
 	}
 	return l, nil
+}
+
+// sources counts the slots each remote address holds.
+type sources struct {
+	mu   sync.Mutex
+	held map[string]int
+}
+
+// take reserves a slot for addr unless it holds max already; release gives it back.
+func (s *sources) take(addr string, max int) (release func(), ok bool) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held == nil {
+		s.held = map[string]int{}
+	}
+	if s.held[host] >= max {
+		return nil, false
+	}
+	s.held[host]++
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.held[host]--; s.held[host] <= 0 {
+			delete(s.held, host)
+		}
+	}, true
 }
 
 // errTooLarge names the limit a payload exceeded.

@@ -1,11 +1,17 @@
 package webhook
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -217,4 +223,77 @@ func TestLimitsOutOfRangeAreRefused(t *testing.T) {
 	_, err := New([]byte(secret), fleetOf(), Limits{MaxBody: 30 << 20}, nil)
 	require.ErrorContains(t, err, "25 MiB")
 	require.ErrorContains(t, err, "--webhook-max-body")
+}
+
+// A sender with a well-formed signature header and a body that never comes holds at most MaxPerSource
+// slots: a genuine push from anywhere else is still handled at once.
+func TestOneSourceWithSlowBodiesCannotTakeEverySlot(t *testing.T) {
+	h, _ := newLimitedHandler(t, fleetOf(), Limits{MaxInFlight: 8})
+	push := githubPushBody("refs/heads/main")
+	type delivery struct {
+		i int
+		w *httptest.ResponseRecorder
+	}
+	stalled := make([]*io.PipeWriter, 3)
+	answered := make(chan delivery, 3)
+	for i := range 3 {
+		pr, pw := io.Pipe()
+		stalled[i] = pw
+		r := githubRequest("push", nil, sign(secret, push))
+		r.RemoteAddr = "192.0.2.66:40000"
+		r.Body, r.ContentLength = pr, int64(len(push))
+		go func() { w := httptest.NewRecorder(); h.ServeHTTP(w, r); answered <- delivery{i, w} }()
+	}
+	var turnedAway delivery
+	select {
+	case turnedAway = <-answered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no delivery was turned away")
+	}
+	require.Equal(t, http.StatusServiceUnavailable, turnedAway.w.Code, "a third slot for the same address")
+	require.Contains(t, turnedAway.w.Body.String(), "from this address")
+
+	genuine := githubRequest("push", push, sign(secret, push))
+	genuine.RemoteAddr = "140.82.115.1:443"
+	w := answer(t, serveAsync(h, genuine))
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+
+	for i, pw := range stalled {
+		if i != turnedAway.i {
+			require.NoError(t, pw.CloseWithError(errors.New("gave up")))
+		}
+	}
+	for range 2 {
+		select {
+		case d := <-answered:
+			require.Equal(t, http.StatusBadRequest, d.w.Code, "a body that never came")
+		case <-time.After(30 * time.Second):
+			t.Fatal("a stalled delivery was not answered once its body failed")
+		}
+	}
+}
+
+// Served for real, a body that trickles in is cut at the body deadline and its slot freed.
+func TestABodyThatTricklesInIsCutAtTheDeadline(t *testing.T) {
+	dir := t.TempDir()
+	secretFile := filepath.Join(dir, "secret")
+	require.NoError(t, os.WriteFile(secretFile, []byte(secret), 0o600))
+	srv, err := Listen("127.0.0.1:0", secretFile, Limits{BodyDeadline: 300 * time.Millisecond}, fleetOf(), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+
+	push := githubPushBody("refs/heads/main")
+	conn, err := net.Dial("tcp", srv.Addr().String())
+	require.NoError(t, err)
+	defer conn.Close()
+	start := time.Now()
+	_, err = fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-GitHub-Event: push\r\n"+
+		"X-GitHub-Delivery: slow-1\r\nX-Hub-Signature-256: %s\r\nContent-Length: %d\r\n\r\n%s",
+		Path, sign(secret, push), len(push), push[:10])
+	require.NoError(t, err)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusRequestTimeout, resp.StatusCode)
+	require.Less(t, time.Since(start), 10*time.Second, "cut at the deadline, not at the server's read timeout")
 }

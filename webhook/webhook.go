@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"sort"
 	"strconv"
@@ -45,7 +46,9 @@ type Handler struct {
 	limits Limits
 	// slots holds one token per delivery in flight.
 	slots chan struct{}
-	seen  *deliveries
+	// bySource counts the slots each remote address holds (Limits.MaxPerSource).
+	bySource sources
+	seen     *deliveries
 }
 
 // New returns a handler; the secret is required, since an unauthenticated hook lets anyone trigger polls.
@@ -102,6 +105,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		reply(w, http.StatusUnauthorized, Response{Message: err.Error()})
 		return
 	}
+	release, ok := h.bySource.take(r.RemoteAddr, h.limits.MaxPerSource)
+	if !ok {
+		log.Warn("webhook busy for this source", zap.Int("maxPerSource", h.limits.MaxPerSource))
+		w.Header().Set("Retry-After", strconv.Itoa(int(busyRetryAfter/time.Second)))
+		reply(w, http.StatusServiceUnavailable, Response{Synced: []string{},
+			Message: fmt.Sprintf("busy: %d deliveries from this address are being handled; retry later", h.limits.MaxPerSource)})
+		return
+	}
+	defer release()
 	select {
 	case h.slots <- struct{}{}:
 		defer func() { <-h.slots }()
@@ -112,10 +124,19 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			Message: fmt.Sprintf("busy: %d deliveries are being handled; retry later", h.limits.MaxInFlight)})
 		return
 	}
+	// The body must arrive promptly: a slot held by a body that trickles in is a slot a push waits for.
+	// (A handler served without a connection, as in tests, has no deadline to set.)
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(h.limits.BodyDeadline))
 	body, err := readBody(w, r, h.limits.MaxBody)
 	if err != nil {
 		if errors.As(err, new(errTooLarge)) {
 			h.tooLarge(w, log, -1)
+			return
+		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			log.Warn("webhook body too slow", zap.Duration("deadline", h.limits.BodyDeadline))
+			reply(w, http.StatusRequestTimeout, Response{Message: fmt.Sprintf("the body did not arrive within %s", h.limits.BodyDeadline)})
 			return
 		}
 		reply(w, http.StatusBadRequest, Response{Message: "reading the body failed"})
