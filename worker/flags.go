@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/activities"
 	"github.com/flotilla-gitops/flotilla/agentclient"
 	"github.com/flotilla-gitops/flotilla/api"
+	"github.com/flotilla-gitops/flotilla/internal/charts"
 	"github.com/flotilla-gitops/flotilla/internal/envdefault"
 	"github.com/flotilla-gitops/flotilla/internal/temporalconn"
 	"github.com/flotilla-gitops/flotilla/internal/workeropts"
@@ -36,6 +38,7 @@ type config struct {
 	pprofListen                  string
 	metricsListen                string
 	allowLocalRepos              bool
+	allowChartNetworks           []netip.Prefix
 	// temporal is how to reach Temporal securely (--tls*, --api-key-file); see temporalSettings.
 	temporal temporalconn.Settings
 }
@@ -88,6 +91,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.BoolVar(&c.allowLocalRepos, "allow-local-repos", envdefault.Bool("FLOTILLA_ALLOW_LOCAL_REPOS"),
 		"let GitRepos name repositories on this machine's disk (file://, a path) (env FLOTILLA_ALLOW_LOCAL_REPOS=1); off, "+
 			"since any workspace could then name another's checkout or any folder the worker reads: only where one trusted party writes every GitRepo")
+	chartNetworks := fs.String("allow-chart-networks", os.Getenv("FLOTILLA_ALLOW_CHART_NETWORKS"),
+		"loopback, private and link-local networks (CIDR, comma-separated) where chart repositories and registries may be, "+
+			"e.g. 10.0.0.0/8 (env FLOTILLA_ALLOW_CHART_NETWORKS); public addresses are always reached, others never unless listed")
 	c.temporal.AddFlags(fs)
 	if err := envdefault.CheckNumbers(workerNumericEnv, []string{"FLOTILLA_HELM_QPS"}); err != nil {
 		return config{}, err
@@ -106,6 +112,10 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 		if n.value <= 0 {
 			return config{}, fmt.Errorf("--%s %v: must be positive", n.flag, n.value)
 		}
+	}
+	var err error
+	if c.allowChartNetworks, err = charts.ParseNetworks(*chartNetworks); err != nil {
+		return config{}, fmt.Errorf("--allow-chart-networks (or FLOTILLA_ALLOW_CHART_NETWORKS): %w", err)
 	}
 	if err := api.CheckTaskQueue(c.taskQueue); err != nil {
 		return config{}, fmt.Errorf("--task-queue (or FLOTILLA_TASK_QUEUE): %w", err)

@@ -131,7 +131,7 @@ func run() error {
 		Log:        log.Named("activities"),
 		ChartCheck: chartcheck.New(self, inv),
 		// Beside the checkouts, which are pruned per repository; archives are kept by digest.
-		Charts:            &charts.Fetcher{Dir: filepath.Join(cfg.cacheDir, "charts")},
+		Charts:            &charts.Fetcher{Dir: filepath.Join(cfg.cacheDir, "charts"), AllowNetworks: cfg.allowChartNetworks},
 		HelmCreds:         creds,
 		BundleConcurrency: cfg.bundleConcurrency,
 		HelmQPS:           float32(cfg.helmQPS), HelmBurst: cfg.helmBurst,

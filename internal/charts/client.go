@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"time"
 )
@@ -71,6 +72,9 @@ func (f *Fetcher) httpClient(a *Auth) (*http.Client, error) {
 		return c, nil
 	}
 	t := http.DefaultTransport.(*http.Transport).Clone()
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: dialControl(f.AllowNetworks, f.AllowEveryNetwork)}
+	t.DialContext = dialer.DialContext
+	t.Proxy = nil // the policy is on the address dialled: a proxy would dial for us, unchecked
 	t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	if a != nil {
 		t.TLSClientConfig.InsecureSkipVerify = a.InsecureSkipTLSVerify //nolint:gosec // the user asked for it (insecureSkipTLSVerify)

@@ -170,7 +170,7 @@ func TestDependenciesOfARemoteChart(t *testing.T) {
 	assert.Equal(t, "redis", lock.Dependencies[0].Source)
 	assert.Equal(t, "17.2.0", lock.Dependencies[0].Version)
 
-	c, err := (&Fetcher{Dir: f.Dir}).Load(ctx, lock, nil)
+	c, err := (&Fetcher{Dir: f.Dir, AllowNetworks: loopback}).Load(ctx, lock, nil)
 	require.NoError(t, err)
 	require.Len(t, c.Dependencies(), 1)
 	assert.Equal(t, "17.2.0", c.Dependencies()[0].Metadata.Version)

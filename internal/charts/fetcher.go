@@ -3,6 +3,7 @@ package charts
 import (
 	"context"
 	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -36,6 +37,10 @@ type Fetcher struct {
 	MaxArchiveBytes, MaxIndexBytes int64
 	// MemoryBytes bounds the expanded charts kept in memory (DefaultMemoryBytes when zero).
 	MemoryBytes int64
+	// AllowNetworks are the loopback, private and link-local networks the Fetcher may dial (public
+	// addresses it always may); AllowEveryNetwork lifts the restriction (the CLI, on its user's behalf).
+	AllowNetworks     []netip.Prefix
+	AllowEveryNetwork bool
 	// Fetched, when set, is told of every archive download (a cache miss) and how it ended, for metrics;
 	// scheme is the URL's (https, http, oci).
 	Fetched func(scheme string, err error)

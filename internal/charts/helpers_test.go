@@ -1,6 +1,7 @@
 package charts
 
 import (
+	"net/netip"
 	"os"
 	"strings"
 	"sync"
@@ -80,7 +81,10 @@ func (c *clock) Advance(d time.Duration) {
 func newFetcher(t *testing.T) (*Fetcher, *clock) {
 	t.Helper()
 	clk := &clock{now: time.Unix(1_800_000_000, 0)}
-	return &Fetcher{Dir: t.TempDir(), now: clk.Now}, clk
+	return &Fetcher{Dir: t.TempDir(), now: clk.Now, AllowNetworks: loopback}, clk
 }
 
 func writeFile(path string, data []byte) error { return os.WriteFile(path, data, 0o644) }
+
+// loopback is what the tests' servers listen on, which a Fetcher dials only when allowed.
+var loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}

@@ -113,13 +113,13 @@ func TestOCI(t *testing.T) {
 		other := api.ChartLock{Source: "other", URL: base + "/web:1.0.0", Version: "1.0.0", Digest: pushed["1.0.0"].Digest}
 		require.NoError(t, reg.Stop())
 
-		c, err := (&Fetcher{Dir: f.Dir}).Load(ctx, lock, cr)
+		c, err := (&Fetcher{Dir: f.Dir, AllowNetworks: loopback}).Load(ctx, lock, cr)
 		require.NoError(t, err)
 		assert.Equal(t, "1.2.0", c.Metadata.Version)
 
 		// A Fetcher of its own: one that still holds a connection to the stopped registry would see it
 		// closed (EOF) rather than refused.
-		_, err = (&Fetcher{Dir: t.TempDir()}).Load(ctx, other, cr)
+		_, err = (&Fetcher{Dir: t.TempDir(), AllowNetworks: loopback}).Load(ctx, other, cr)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), fmt.Sprintf("chart %s/web:1.0.0: GET blob %s: ", base, pushed["1.0.0"].Digest))
 		assert.Contains(t, err.Error(), "connection refused")

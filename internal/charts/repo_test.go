@@ -66,7 +66,7 @@ func TestResolveThenLoadFetchesTheArchiveOnce(t *testing.T) {
 	assert.Equal(t, 1, srv.Gets("/web-1.2.0.tgz"))
 
 	// Another worker process, same cache directory: the disk serves it, no credentials needed.
-	next := &Fetcher{Dir: f.Dir}
+	next := &Fetcher{Dir: f.Dir, AllowNetworks: loopback}
 	c, err := next.Load(ctx, lock, nil)
 	require.NoError(t, err)
 	assert.Equal(t, "1.2.0", c.Metadata.Version)
@@ -207,7 +207,7 @@ func TestACorruptCacheFileIsFetchedAgain(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, corrupt(resolver, lock.Digest))
 
-	f := &Fetcher{Dir: resolver.Dir}
+	f := &Fetcher{Dir: resolver.Dir, AllowNetworks: loopback}
 	c, err := f.Load(ctx, lock, cr)
 	require.NoError(t, err)
 	assert.Equal(t, "1.0.0", c.Metadata.Version)

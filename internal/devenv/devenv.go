@@ -266,8 +266,9 @@ type WorkerOptions struct {
 	TaskQueue string
 	// RefuseLocalRepos starts the worker as an installation does, refusing repositories on its disk; by
 	// default it allows them (FLOTILLA_ALLOW_LOCAL_REPOS=1), since every repository of `make up`, the
-	// tests and the benchmark is a folder of this machine. The environment, not the flag, carries it, so
-	// an older worker binary (make bench-compare's base) starts all the same.
+	// tests and the benchmark is a folder of this machine, and lets it reach chart repositories on loopback
+	// (FLOTILLA_ALLOW_CHART_NETWORKS), where theirs listen. The environment, not flags, carries both, so an
+	// older worker binary (make bench-compare's base) starts all the same.
 	RefuseLocalRepos bool
 	ExtraArgs        []string
 	Detached         bool
@@ -281,9 +282,9 @@ func StartWorker(o WorkerOptions) (*proc.Process, error) {
 	if o.TemporalNamespace != "" {
 		args = append(args, "--temporal-namespace", o.TemporalNamespace)
 	}
-	env := []string{"FLOTILLA_ALLOW_LOCAL_REPOS=1"}
+	env := []string{"FLOTILLA_ALLOW_LOCAL_REPOS=1", "FLOTILLA_ALLOW_CHART_NETWORKS=127.0.0.0/8,::1/128"}
 	if o.RefuseLocalRepos {
-		env = []string{"FLOTILLA_ALLOW_LOCAL_REPOS=0"}
+		env[0] = "FLOTILLA_ALLOW_LOCAL_REPOS=0"
 	}
 	return proc.Start(proc.Spec{Name: "flotilla-worker", Path: filepath.Join(o.Bin, "flotilla-worker"),
 		Args: append(args, o.ExtraArgs...), Env: env, LogFile: o.LogFile, PIDFile: o.PIDFile, Detached: o.Detached})
