@@ -34,7 +34,7 @@ func (a *Activities) ListClusterWorkflows(ctx context.Context, in api.ListCluste
 func (a *Activities) NotifyGitRepos(ctx context.Context, in api.NotifyGitReposInput) (api.NotifyGitReposResult, error) {
 	res := api.NotifyGitReposResult{}
 	err := a.eachWorkflow(ctx, api.RunningGitReposQuery(a.TaskQueue), func(e *workflowpb.WorkflowExecutionInfo) error {
-		err := a.Temporal.SignalWorkflow(ctx, e.GetExecution().GetWorkflowId(), "", api.SignalSync, nil)
+		err := a.Temporal.SignalWorkflow(ctx, e.GetExecution().GetWorkflowId(), "", api.SignalSync, api.SyncRequest{InventoryGeneration: in.Generation})
 		var nf *serviceerror.NotFound
 		if err != nil && !errors.As(err, &nf) {
 			return err

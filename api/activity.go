@@ -384,9 +384,16 @@ type ListClusterWorkflowsResult struct {
 // NotifyGitReposInput is the input of ActivityNotifyGitRepos: tell every running GitRepo that the
 // inventory changed.
 type NotifyGitReposInput struct {
-	// Generation is not read: every running GitRepo is told. It names the inventory generation in the
-	// activity's recorded input (and the Web UI), and keeps that input's JSON.
+	// Generation is the inventory's: each GitRepo is sent it (SyncRequest) and polls only if it has not
+	// read that generation already.
 	Generation int64 `json:"generation"`
+}
+
+// SyncRequest is the `sync` signal's payload when it has one. Without one (the webhook, the CLI), a
+// GitRepo polls now; with InventoryGeneration, only if its last poll read an older inventory: a GitRepo
+// started after the change has planned against it already.
+type SyncRequest struct {
+	InventoryGeneration int64 `json:"inventoryGeneration,omitempty"`
 }
 
 // NotifyGitReposResult is the result of ActivityNotifyGitRepos: how many GitRepos were told.

@@ -59,7 +59,7 @@ const (
 	// not carry a password and clientSecretName only names credentials that stay on the worker.
 	QuerySpec = "spec"
 
-	SignalSync   = "sync"   // poll now
+	SignalSync   = "sync"   // poll now (payload: none, or a SyncRequest)
 	SignalSpec   = "spec"   // replace the GitRepo spec (payload: fleet.GitRepo)
 	SignalPause  = "pause"  // stop changes from reaching clusters
 	SignalResume = "resume" // let them through again

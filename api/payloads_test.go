@@ -19,7 +19,7 @@ var payloads = []any{
 	ClusterTarget{}, ObserveInput{}, Observation{}, BundleObservation{}, ReleaseInfo{}, ResourceSummary{},
 	ResourceCounts{}, ApplyInput{}, BundleAction{}, ApplyResult{}, Sweep{}, ReleaseRef{}, BundleApplyResult{},
 	UninstallInput{}, UninstallResult{}, ListClusterWorkflowsInput{}, ListClusterWorkflowsResult{},
-	NotifyGitReposInput{}, NotifyGitReposResult{},
+	NotifyGitReposInput{}, NotifyGitReposResult{}, SyncRequest{},
 	GitRepoStatus{}, ClusterStatus{}, BundleStatus{}, Summary{},
 	SetPollingIntervalInput{}, SetPollingIntervalResult{}, ApproveRemovalInput{}, ApproveRemovalResult{},
 	PrepareInput{}, PrepareResult{}, PreparedBundle{}, ReadContentInput{}, ContentChunk{},

@@ -43,8 +43,12 @@ func (g *gitRepoRun) setPollingInterval(ctx workflow.Context, in api.SetPollingI
 
 func (g *gitRepoRun) addSignalHandlers(ctx workflow.Context, sel workflow.Selector, syncCh, specCh, pauseCh, resumeCh, deleteCh, reportCh workflow.ReceiveChannel) {
 	sel.AddReceive(syncCh, func(c workflow.ReceiveChannel, _ bool) {
-		c.Receive(ctx, nil)
-		g.carry.ForceSync = true
+		var req api.SyncRequest
+		c.Receive(ctx, &req)
+		// An inventory change this GitRepo has read already (it started after it) is nothing new.
+		if req.InventoryGeneration == 0 || req.InventoryGeneration > g.carry.InventorySeen {
+			g.carry.ForceSync = true
+		}
 	})
 	sel.AddReceive(specCh, func(c workflow.ReceiveChannel, _ bool) {
 		var spec fleet.GitRepo

@@ -230,3 +230,41 @@ func clusterNames(cs []api.ClusterStatus) []string {
 	}
 	return out
 }
+
+// The inventory tells every running GitRepo of a change, with its generation: a GitRepo whose last poll
+// read that generation (it started after the change) does not poll again for it; an older one does, and a
+// sync without a generation (a webhook, the CLI) always does.
+func TestAnInventoryChangeAGitRepoHasReadIsNotPolledAgain(t *testing.T) {
+	env := newEnv()
+	polls := 0
+	env.OnActivity(api.ActivityPoll, mock.Anything, mock.Anything).Return(func(context.Context, api.PollInput) (api.PollResult, error) {
+		polls++
+		return api.PollResult{Commit: "c1", InventoryGeneration: 3}, nil
+	})
+	env.OnActivity(api.ActivityPlan, mock.Anything, mock.Anything).Return(func(context.Context, api.PlanInput) (api.Plan, error) {
+		p := planFor("a")
+		p.InventoryGeneration = 3
+		return *p, nil
+	})
+	fakeChildren(env)
+	var after []int
+	at := func(d time.Duration, signal any) {
+		env.RegisterDelayedCallback(func() {
+			after = append(after, polls)
+			env.SignalWorkflow(api.SignalSync, signal)
+		}, d)
+	}
+	at(10*time.Second, api.SyncRequest{InventoryGeneration: 3})
+	at(20*time.Second, api.SyncRequest{InventoryGeneration: 4})
+	at(30*time.Second, nil)
+	env.RegisterDelayedCallback(func() {
+		after = append(after, polls)
+		env.SetContinueAsNewSuggested(true)
+	}, 40*time.Second)
+	in := shopInput(10)
+	in.Spec.PollingInterval = "1h"
+	in.Flotilla.ResyncInterval = "1h"
+	env.ExecuteWorkflow(GitRepoWorkflow, in)
+
+	require.Equal(t, []int{1, 1, 2, 3}, after, "generation 3 already read: no poll; 4: a poll; a plain sync: a poll")
+}
