@@ -2,7 +2,6 @@ package charts
 
 import (
 	"bytes"
-	"container/list"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -10,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"helm.sh/helm/v3/pkg/chart/loader"
 )
@@ -142,51 +140,22 @@ func expand(data []byte) ([]*loader.BufferedFile, error) {
 // filesLRU keeps the expanded files of the archives used last, up to a number of bytes. The files are
 // shared by every chart parsed from them: nothing in Helm writes into a file's bytes.
 type filesLRU struct {
-	mu    sync.Mutex
-	max   int64
-	size  int64
-	order *list.List // of *lruItem, most recent first
-	items map[string]*list.Element
-}
-
-type lruItem struct {
-	digest string
-	files  []*loader.BufferedFile
-	size   int64
+	lru *sizedLRU[[]*loader.BufferedFile]
 }
 
 func newFilesLRU(max int64) *filesLRU {
-	return &filesLRU{max: max, order: list.New(), items: map[string]*list.Element{}}
+	return &filesLRU{lru: newSizedLRU[[]*loader.BufferedFile](max)}
 }
 
-func (l *filesLRU) get(digest string) ([]*loader.BufferedFile, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	e, ok := l.items[digest]
-	if !ok {
-		return nil, false
-	}
-	l.order.MoveToFront(e)
-	return e.Value.(*lruItem).files, true
-}
+func (l *filesLRU) get(digest string) ([]*loader.BufferedFile, bool) { return l.lru.get(digest) }
 
 func (l *filesLRU) put(digest string, files []*loader.BufferedFile) {
+	if _, ok := l.lru.get(digest); ok {
+		return
+	}
 	var size int64
 	for _, f := range files {
 		size += int64(len(f.Data) + len(f.Name))
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if _, ok := l.items[digest]; ok || size > l.max {
-		return
-	}
-	l.items[digest] = l.order.PushFront(&lruItem{digest: digest, files: files, size: size})
-	l.size += size
-	for l.size > l.max {
-		last := l.order.Back()
-		item := last.Value.(*lruItem)
-		l.order.Remove(last)
-		delete(l.items, item.digest)
-		l.size -= item.size
-	}
+	l.lru.put(digest, files, size)
 }

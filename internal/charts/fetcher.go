@@ -48,7 +48,7 @@ type Fetcher struct {
 	initOnce sync.Once
 	mu       sync.Mutex
 	clients  map[string]*http.Client
-	indexes  map[string]*indexMemo
+	indexes  *sizedLRU[*indexMemo]
 	archives map[string]*archiveMemo
 	tags     map[string]*tagsMemo
 	// ociClients hold, per registry and credentials, the scheme a registry asked for (basic or token) and
@@ -76,7 +76,7 @@ type archiveMemo struct {
 func (f *Fetcher) init() {
 	f.initOnce.Do(func() {
 		f.clients = map[string]*http.Client{}
-		f.indexes = map[string]*indexMemo{}
+		f.indexes = newSizedLRU[*indexMemo](indexMemoryBytes)
 		f.archives = map[string]*archiveMemo{}
 		f.tags = map[string]*tagsMemo{}
 		f.ociClients = map[string]*auth.Client{}

@@ -9,25 +9,35 @@ import (
 	"strings"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/repo"
-	"sigs.k8s.io/yaml"
 )
 
 // indexMemo is a repository's parsed index.yaml: served without a request while fresh, then revalidated
 // with a conditional GET so that an unchanged index is neither read nor parsed again.
 type indexMemo struct {
 	index      *repo.IndexFile
+	size       int64
 	validators validators
 	checked    time.Time
 }
+
+// What an index may cost. A public repository's index.yaml runs to tens of MiB, nearly all of it
+// descriptions, maintainers and icons; resolving reads only names, versions, URLs and digests, so only
+// those are parsed and kept. The parsed indexes of all repositories together stay under
+// indexMemoryBytes, the least recently used dropped first (it costs a full GET later, never a wrong
+// answer), and an index listing more than maxIndexVersions versions is refused.
+const (
+	maxIndexVersions = 100_000
+	indexMemoryBytes = 64 << 20
+)
 
 // index is repoURL's index.yaml. One poll resolves many bundles from one repository: within IndexTTL
 // they share one GET, and concurrent callers share one flight.
 func (f *Fetcher) index(ctx context.Context, repoURL string, a *Auth) (*repo.IndexFile, error) {
 	key := "index\x00" + repoURL + "\x00" + a.fingerprint()
-	f.mu.Lock()
-	memo := f.indexes[key]
-	f.mu.Unlock()
+	memo, _ := f.indexes.get(key)
 	if memo != nil && f.now().Sub(memo.checked) < f.indexTTL() {
 		return memo.index, nil
 	}
@@ -41,14 +51,12 @@ func (f *Fetcher) index(ctx context.Context, repoURL string, a *Auth) (*repo.Ind
 			return nil, err
 		}
 		next := &indexMemo{validators: resp.validators, checked: f.now()}
-		if resp.notModified {
-			next.index = memo.index
-		} else if next.index, err = parseIndex(resp.body); err != nil {
+		if resp.notModified && memo != nil {
+			next.index, next.size = memo.index, memo.size
+		} else if next.index, next.size, err = parseIndex(resp.body); err != nil {
 			return nil, err
 		}
-		f.mu.Lock()
-		f.indexes[key] = next
-		f.mu.Unlock()
+		f.indexes.put(key, next, next.size)
 		return next.index, nil
 	})
 	if err != nil {
@@ -57,36 +65,63 @@ func (f *Fetcher) index(ctx context.Context, repoURL string, a *Auth) (*repo.Ind
 	return v.(*repo.IndexFile), nil
 }
 
+// rawIndex is the part of an index.yaml that resolving reads; the decoders skip everything else.
+type rawIndex struct {
+	APIVersion string                 `json:"apiVersion" yaml:"apiVersion"`
+	Entries    map[string][]*rawEntry `json:"entries" yaml:"entries"`
+}
+
+type rawEntry struct {
+	Name    string   `json:"name" yaml:"name"`
+	Version string   `json:"version" yaml:"version"`
+	URLs    []string `json:"urls" yaml:"urls"`
+	Digest  string   `json:"digest" yaml:"digest"`
+}
+
 // parseIndex reads an index.yaml as Helm does (JSON or YAML, invalid entries skipped, newest first), but
-// leniently: a field Helm does not know is ignored rather than refused.
-func parseIndex(data []byte) (*repo.IndexFile, error) {
+// leniently (a field Helm does not know is ignored rather than refused) and sparingly: only what resolving
+// needs is decoded and kept. It returns the index and about how many bytes it holds.
+func parseIndex(data []byte) (*repo.IndexFile, int64, error) {
 	if len(data) == 0 {
-		return nil, errors.New("index.yaml is empty")
+		return nil, 0, errors.New("index.yaml is empty")
 	}
-	index := &repo.IndexFile{}
+	var raw rawIndex
 	var err error
 	if json.Valid(data) {
-		err = json.Unmarshal(data, index)
+		err = json.Unmarshal(data, &raw)
 	} else {
-		err = yaml.Unmarshal(data, index)
+		err = yaml.Unmarshal(data, &raw)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("index.yaml does not parse: %v", err)
+		return nil, 0, fmt.Errorf("index.yaml does not parse: %v", err)
 	}
-	if index.APIVersion == "" {
-		return nil, errors.New("index.yaml has no apiVersion: it is not a Helm repository index")
+	if raw.APIVersion == "" {
+		return nil, 0, errors.New("index.yaml has no apiVersion: it is not a Helm repository index")
 	}
-	for name, versions := range index.Entries {
-		valid := versions[:0]
+	index := &repo.IndexFile{APIVersion: raw.APIVersion, Entries: make(map[string]repo.ChartVersions, len(raw.Entries))}
+	var size int64
+	count := 0
+	for name, versions := range raw.Entries {
+		valid := make(repo.ChartVersions, 0, len(versions))
 		for _, v := range versions {
-			if v != nil && v.Metadata != nil && v.Version != "" {
-				valid = append(valid, v)
+			if v == nil || v.Version == "" {
+				continue
+			}
+			if count++; count > maxIndexVersions {
+				return nil, 0, fmt.Errorf("index.yaml lists more than %d chart versions, the most Flotilla reads", maxIndexVersions)
+			}
+			cv := &repo.ChartVersion{Metadata: &chart.Metadata{Name: v.Name, Version: v.Version}, URLs: v.URLs, Digest: v.Digest}
+			valid = append(valid, cv)
+			size += 400 + int64(len(v.Name)+len(v.Version)+len(v.Digest))
+			for _, u := range v.URLs {
+				size += 16 + int64(len(u))
 			}
 		}
 		index.Entries[name] = valid
+		size += 64 + int64(len(name))
 	}
 	index.SortEntries()
-	return index, nil
+	return index, size, nil
 }
 
 // entry picks the version of chart that want asks for.

@@ -28,6 +28,12 @@ import (
 // maxManifestBytes bounds a manifest: a chart's has three small descriptors.
 const maxManifestBytes = 4 << 20
 
+// maxTags bounds a repository's tag list, read page after page as the registry serves it: a registry
+// that never stops paging would otherwise be read until the request's deadline, into memory.
+const maxTags = 10_000
+
+var errTooManyTags = fmt.Errorf("the repository lists more than %d tags, the most Flotilla reads", maxTags)
+
 // tagsMemo is a registry repository's tag list, used without asking again while fresh.
 type tagsMemo struct {
 	versions []string
@@ -128,8 +134,14 @@ func (f *Fetcher) ociVersions(ctx context.Context, repo *remote.Repository, ref 
 			for _, t := range tags {
 				versions = append(versions, strings.ReplaceAll(t, "_", "+"))
 			}
+			if len(versions) > maxTags {
+				return errTooManyTags
+			}
 			return nil
 		})
+		if errors.Is(err, errTooManyTags) {
+			return nil, &requestError{url: "oci://" + ref, status: http.StatusOK, err: errTooManyTags}
+		}
 		if err != nil {
 			return nil, ociError(err, "oci://"+ref)
 		}
