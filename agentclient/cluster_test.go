@@ -221,6 +221,17 @@ func failedRollbackHistory(ctx context.Context, t *testing.T, c *Client) {
 		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/configmaps": resource.MustParse("0")}}}
 	_, err = c.clientset.CoreV1().ResourceQuotas(ns).Create(ctx, quota, metav1.CreateOptions{})
 	require.NoError(t, err)
+	// The API server enforces a quota once its admission cache has it, a moment after it is created: wait
+	// until a ConfigMap is refused before relying on it.
+	require.Eventually(t, func() bool {
+		probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "quota-probe", Namespace: ns}}
+		_, err := c.clientset.CoreV1().ConfigMaps(ns).Create(ctx, probe, metav1.CreateOptions{})
+		if err == nil {
+			_ = c.clientset.CoreV1().ConfigMaps(ns).Delete(ctx, probe.Name, metav1.DeleteOptions{})
+			return false
+		}
+		return apierrors.IsForbidden(err)
+	}, time.Minute, 100*time.Millisecond, "the quota is enforced")
 
 	_, err = c.Rollback(ctx, RollbackRequest{Namespace: ns, Name: "app", MaxHistory: 5})
 	require.Error(t, err)
