@@ -22,6 +22,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/fleet/plan"
 	"github.com/flotilla-gitops/flotilla/fleet/target"
+	"github.com/flotilla-gitops/flotilla/internal/agentkey"
 	"github.com/flotilla-gitops/flotilla/internal/agentmanifest"
 	"github.com/flotilla-gitops/flotilla/internal/chartcheck"
 	"github.com/flotilla-gitops/flotilla/internal/chartload"
@@ -65,12 +66,22 @@ type Activities struct {
 	// Local, set in a flotilla-agent only, is the one cluster this process runs in (pull mode): its
 	// activities apply the management side's prepared renderings to it and reach no other.
 	Local *LocalCluster
+	// InstallationKey, on the management side, seals packages to each cluster's key and grants what agents
+	// act on (ADR 26); zero: nothing is sealed or granted.
+	InstallationKey agentkey.Key
+	// Targets reads the desired state a cluster workflow holds (ReadContent serves only its packages).
+	Targets TargetReader
 	// Metrics records applies, checks and git operations; nil records nothing.
 	Metrics *metrics.Flotilla
 
 	renders   renderCache
 	inventory inventoryCache
 	packages  packageIndex
+}
+
+// TargetReader reads the desired state a cluster workflow holds now (TemporalTargets).
+type TargetReader interface {
+	Target(ctx context.Context, key api.GitRepoKey, cluster string) (api.ClusterTarget, error)
 }
 
 // Poll resolves the commit to deploy and reads the inventory generation: one ls-remote, no clone.
@@ -213,7 +224,7 @@ type clusterHandle struct {
 // handle resolves the cluster and the checkout (in an agent: the prepared renderings). ping checks
 // reachability first, so an apply fails fast with a clear error; an observe skips it, because its first
 // read fails just as clearly and an idle check should cost as few requests as possible.
-func (a *Activities) handle(ctx context.Context, t api.ClusterTarget, ping bool, prepared []api.PreparedBundle) (*clusterHandle, error) {
+func (a *Activities) handle(ctx context.Context, t api.ClusterTarget, ping bool, g granted) (*clusterHandle, error) {
 	h, c, err := a.entry(ctx, t)
 	if err != nil {
 		return nil, err
@@ -221,14 +232,21 @@ func (a *Activities) handle(ctx context.Context, t api.ClusterTarget, ping bool,
 	if h.client, err = a.clusterClient(t, c); err != nil {
 		return nil, err
 	}
+	if a.Local != nil {
+		// The renderings are the management side's for this cluster, or nothing here acts on them, nor
+		// even asks the cluster anything.
+		if err := a.Local.guarded().verify(grantPrepared, preparedMessage(t, g.generation, g.bundles), g.grant); err != nil {
+			return nil, err
+		}
+	}
 	if ping {
 		if err := h.client.Ping(ctx); err != nil {
 			return nil, temporal.NewApplicationError(fmt.Sprintf("cluster %q unreachable: %v", clusterRef(t), err), api.ErrTypeUnreachable)
 		}
 	}
 	if a.Local != nil {
-		h.prepared = make(map[string]api.PreparedBundle, len(prepared))
-		for _, p := range prepared {
+		h.prepared = make(map[string]api.PreparedBundle, len(g.bundles))
+		for _, p := range g.bundles {
 			h.prepared[p.Bundle] = p
 		}
 		return h, nil
@@ -238,6 +256,13 @@ func (a *Activities) handle(ctx context.Context, t api.ClusterTarget, ping bool,
 		return nil, gitError(err)
 	}
 	return h, nil
+}
+
+// granted is what an agent is given to act on: the management side's renderings and their grant.
+type granted struct {
+	bundles    []api.PreparedBundle
+	generation int64
+	grant      string
 }
 
 // entry is the target's cluster as the inventory has it, in a handle without a client or a checkout.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"go.temporal.io/sdk/temporal"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/fleet/render"
+	"github.com/flotilla-gitops/flotilla/internal/agentkey"
 	"github.com/flotilla-gitops/flotilla/internal/content"
 )
 
@@ -23,8 +25,20 @@ type LocalCluster struct {
 	// per agent however many checks and retries apply it.
 	Store *content.Store
 	// Fetch reads chunks of packages from the management side, through Temporal (ContentWorkflow): the
-	// chunks' bytes, concatenated in order.
+	// chunks' bytes, concatenated in order (sealed to Key when the agent has one).
 	Fetch func(ctx context.Context, in api.ReadContentInput) ([]byte, error)
+	// Key is this cluster's agent key (ADR 26): with it, the agent opens only packages sealed to it and acts
+	// only on what the management side granted; zero, it trusts its task queue, as before keys.
+	Key agentkey.Key
+
+	guardOnce sync.Once
+	guard     *agentGuard
+}
+
+// guarded is the agent's guard, made on first use.
+func (l *LocalCluster) guarded() *agentGuard {
+	l.guardOnce.Do(func() { l.guard = &agentGuard{key: l.Key} })
+	return l.guard
 }
 
 // clientFor is the agent's own cluster, and refuses any other: a task for another cluster on this queue is
@@ -103,7 +117,16 @@ func (a *Activities) fetchPackages(ctx context.Context, t api.ClusterTarget, bun
 		for i, piece := range batch {
 			in.Chunks[i] = api.ContentChunk{Digest: wants[piece.Index].Digest, Offset: piece.Offset, Length: piece.Length, Bundle: owners[piece.Index]}
 		}
-		return a.Local.Fetch(ctx, in)
+		data, err := a.Local.Fetch(ctx, in)
+		if err != nil || a.Local.Key.IsZero() {
+			return data, err
+		}
+		plain, err := a.Local.Key.Open(contentAAD(a.Local.Workspace, a.Local.Name, in.Chunks), data)
+		if err != nil {
+			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("packages for cluster %q: %v (is the management side's "+
+				"--installation-key-file the one this agent's key was made from?)", fleet.DisplayName(a.Local.Workspace, a.Local.Name), err), api.ErrTypeNotGranted, nil)
+		}
+		return plain, nil
 	})
 	if err != nil {
 		return err

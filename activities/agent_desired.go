@@ -39,5 +39,9 @@ func (a *Activities) AgentDesired(ctx context.Context, in api.AgentDesiredInput)
 		// The registration itself is wrong (a name or an image that cannot be); retrying changes nothing.
 		return api.AgentDesired{}, temporal.NewNonRetryableApplicationError(err.Error(), api.ErrTypeInvalid, nil)
 	}
-	return api.AgentDesired{Keep: true, Namespace: cfg.Namespace, Digest: agentmanifest.ConfigDigest(cfg), Manifests: string(manifests)}, nil
+	d := api.AgentDesired{Keep: true, Namespace: cfg.Namespace, Digest: agentmanifest.ConfigDigest(cfg), Manifests: string(manifests)}
+	if k, ok := a.clusterKey(in.Workspace, in.Cluster); ok {
+		d.Grant = k.Grant(grantAgent, agentReleaseMessage(in.Workspace, in.Cluster, d.Namespace, d.Digest, d.Manifests))
+	}
+	return d, nil
 }

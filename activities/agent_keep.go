@@ -29,6 +29,10 @@ func (a *Activities) KeepAgent(ctx context.Context, in api.KeepAgentInput) (api.
 	if err != nil {
 		return api.KeepAgentResult{}, err
 	}
+	// The agent's own Deployment runs with cluster-admin: only the management side may say what it is.
+	if err := a.Local.guarded().verify(grantAgent, agentReleaseMessage(in.Workspace, in.Cluster, in.Namespace, in.Digest, in.Manifests), in.Grant); err != nil {
+		return api.KeepAgentResult{}, err
+	}
 	name := fleet.DisplayName(in.Workspace, in.Cluster)
 	stop := heartbeatEvery(ctx, 3*time.Second)
 	defer stop()

@@ -20,15 +20,20 @@ import (
 // to the expected deployment ID and that the release does not already hold it, so a retry after a crash
 // never adds a Helm revision.
 func (a *Activities) Apply(ctx context.Context, in api.ApplyInput) (api.ApplyResult, error) {
-	h, err := a.handle(ctx, in.Target, true, in.Prepared)
+	h, err := a.handle(ctx, in.Target, true, granted{in.Prepared, in.Generation, in.Grant})
 	if err != nil {
 		return api.ApplyResult{}, err
 	}
 	stop := heartbeatEvery(ctx, 3*time.Second)
 	defer stop()
 	res := api.ApplyResult{Bundles: make([]api.BundleApplyResult, len(in.Actions))}
+	if a.Local != nil {
+		if err := a.Local.guarded().act(in.Target.Key(), in.Generation); err != nil {
+			return api.ApplyResult{}, err
+		}
+	}
 	if in.Sweep != nil {
-		removed, err := a.sweep(ctx, h.client, in.Target.Key(), in.Target.Cluster, h.info.ConfineToNamespace, *in.Sweep)
+		removed, err := a.sweep(ctx, h.client, in.Target.Key(), in.Target.Cluster, h.info.ConfineToNamespace, a.keptByGrant(*in.Sweep, in.Prepared))
 		res.Swept = removed
 		if err != nil {
 			if agentclient.IsUnreachable(err) {

@@ -12,7 +12,7 @@ import (
 // Observe renders each bundle for the cluster and reads its release and, if asked, the objects it owns.
 // Render errors are per bundle: one broken bundle never hides the others.
 func (a *Activities) Observe(ctx context.Context, in api.ObserveInput) (api.Observation, error) {
-	h, err := a.handle(ctx, in.Target, false, in.Prepared)
+	h, err := a.handle(ctx, in.Target, false, granted{in.Prepared, in.Generation, in.Grant})
 	if err != nil {
 		return api.Observation{}, err
 	}

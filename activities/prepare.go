@@ -11,7 +11,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/flotilla-gitops/flotilla/api"
-	"github.com/flotilla-gitops/flotilla/internal/content"
 	"github.com/flotilla-gitops/flotilla/internal/gitcache"
 )
 
@@ -32,7 +31,11 @@ func (a *Activities) Prepare(ctx context.Context, in api.PrepareInput) (api.Prep
 		res.Bundles[i] = p
 		return err
 	})
-	return res, err
+	if err != nil {
+		return res, err
+	}
+	res.Grant = a.grantPreparedFor(t, in.Generation, res.Bundles)
+	return res, nil
 }
 
 // renderHandle is the target's cluster and checkout, without a client: the management side renders for an
@@ -107,9 +110,12 @@ func (a *Activities) packageOf(ctx context.Context, h *clusterHandle, t api.Clus
 	return data, nil
 }
 
-// ReadContent is chunks of packages, for an agent, concatenated in order. A worker that does not hold a
-// package (another worker made it, or its cache was cleared) renders it again from the recipe the agent
-// sends and serves it only if it is byte for byte the package asked for.
+// ReadContent is chunks of packages, for an agent, concatenated in order, and sealed to the cluster's
+// key when the installation has one (ADR 26). It serves only the packages of the desired state the
+// cluster's workflow holds now, read from that workflow, never from the request: an agent (or anyone on the
+// namespace) names a cluster, and gets that cluster's current packages or nothing. A worker that does not
+// hold a package (another worker made it, or its cache was cleared) renders it again from that desired
+// state, with the GitRepo's own repository and credentials.
 func (a *Activities) ReadContent(ctx context.Context, in api.ReadContentInput) ([]byte, error) {
 	var total int64
 	for _, c := range in.Chunks {
@@ -121,51 +127,77 @@ func (a *Activities) ReadContent(ctx context.Context, in api.ReadContentInput) (
 	if total > api.ContentChunkSize {
 		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%d bytes asked at once: at most %d are served", total, api.ContentChunkSize), api.ErrTypeBundle, nil)
 	}
+	asked := in.Target
+	held, err := a.heldTarget(ctx, asked)
+	if err != nil {
+		return nil, err
+	}
+	h, err := a.renderHandle(ctx, held)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]byte, 0, total)
-	var h *clusterHandle
 	for _, c := range in.Chunks {
-		data, err := a.Content.ReadChunk(c.Digest, c.Offset, c.Length)
-		if errors.Is(err, content.ErrNotFound) {
-			if h == nil {
-				if h, err = a.renderHandle(ctx, in.Target); err != nil {
-					return nil, err
-				}
-			}
-			if err = a.packageAgain(ctx, h, in.Target, c); err == nil {
-				data, err = a.Content.ReadChunk(c.Digest, c.Offset, c.Length)
-			}
+		if err := a.belongs(ctx, h, held, c); err != nil {
+			return nil, err
 		}
+		data, err := a.Content.ReadChunk(c.Digest, c.Offset, c.Length)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, data...)
 	}
+	if k, ok := a.clusterKey(held.Namespace, held.Cluster); ok {
+		return k.Seal(contentAAD(held.Namespace, held.Cluster, in.Chunks), out)
+	}
 	return out, nil
 }
 
-// packageAgain renders the bundle a chunk's package was made of and stores it, if it is that package.
-func (a *Activities) packageAgain(ctx context.Context, h *clusterHandle, t api.ClusterTarget, c api.ContentChunk) error {
+// heldTarget is the desired state the cluster's workflow holds for the GitRepo and cluster asked named.
+func (a *Activities) heldTarget(ctx context.Context, asked api.ClusterTarget) (api.ClusterTarget, error) {
+	if a.Targets == nil {
+		return api.ClusterTarget{}, errors.New("this worker cannot read cluster workflows' desired states (no Targets)")
+	}
+	held, err := a.Targets.Target(ctx, asked.Key(), asked.Cluster)
+	if err != nil {
+		return api.ClusterTarget{}, fmt.Errorf("desired state of cluster %q for GitRepo %s: %w", clusterRef(asked), asked.Key(), err)
+	}
+	if held.Cluster != asked.Cluster || held.Key() != asked.Key() || !held.Agent {
+		return api.ClusterTarget{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("cluster %q of GitRepo %s is not served in pull mode",
+			clusterRef(asked), asked.Key()), api.ErrTypeNotGranted, nil)
+	}
+	return held, nil
+}
+
+// belongs checks that a chunk's package is the one held's desired state gives its bundle, rendering it
+// again (and storing it) when this worker lacks it.
+func (a *Activities) belongs(ctx context.Context, h *clusterHandle, held api.ClusterTarget, c api.ContentChunk) error {
 	var ref *api.BundleRef
-	for i := range t.Bundles {
-		if t.Bundles[i].Name == c.Bundle {
-			ref = &t.Bundles[i]
+	for i := range held.Bundles {
+		if held.Bundles[i].Name == c.Bundle {
+			ref = &held.Bundles[i]
 		}
 	}
 	if ref == nil {
-		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("package %s: bundle %q is not in the target", c.Digest, c.Bundle), api.ErrTypeBundle, nil)
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("package %s: bundle %q is not in the desired state of cluster %q",
+			c.Digest, c.Bundle, clusterRef(held)), api.ErrTypeNotGranted, nil)
 	}
-	pkg, err := a.packageOf(ctx, h, t, *ref)
+	p, err := a.prepareBundle(ctx, h, held, *ref)
 	if err != nil {
 		return err
 	}
-	if digest := content.Digest(pkg); digest != c.Digest {
-		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("package %s of bundle %q: rendering it again gives %s; the agent goes on with the next desired state",
-			c.Digest, c.Bundle, digest), api.ErrTypeStale, nil)
-	}
-	if _, err := a.Content.Put(pkg); err != nil {
-		return fmt.Errorf("storing the package of bundle %q: %w", c.Bundle, err)
+	if p.Package != c.Digest {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("package %s of bundle %q: the desired state cluster %q holds now gives %s; "+
+			"the agent goes on with the next desired state", c.Digest, c.Bundle, clusterRef(held), orNothing(p.Package)), api.ErrTypeStale, nil)
 	}
 	return nil
+}
+
+func orNothing(digest string) string {
+	if digest == "" {
+		return "no package"
+	}
+	return digest
 }
 
 // packageIndex remembers which package each rendering was stored as, so an idle Prepare encodes nothing.

@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -23,11 +24,27 @@ func (f fixedInventory) Read(context.Context) (inventory.Inventory, error) {
 	return inventory.Inventory(f), nil
 }
 
-// managementWorker is a worker of its own (own checkouts, own content store) over the same inventory.
-func managementWorker(t *testing.T, inv inventory.Inventory) *Activities {
+// heldTargets are the desired states cluster workflows hold, by cluster name.
+type heldTargets map[string]api.ClusterTarget
+
+func (h heldTargets) Target(_ context.Context, key api.GitRepoKey, cluster string) (api.ClusterTarget, error) {
+	t, ok := h[cluster]
+	if !ok || t.Key() != key {
+		return api.ClusterTarget{}, fmt.Errorf("workflow %s not found", key.ClusterWorkflowID(cluster))
+	}
+	return t, nil
+}
+
+// managementWorker is a worker of its own (own checkouts, own content store) over the same inventory and
+// cluster workflows.
+func managementWorker(t *testing.T, inv inventory.Inventory, held ...api.ClusterTarget) *Activities {
 	dir := t.TempDir()
+	targets := heldTargets{}
+	for _, h := range held {
+		targets[h.Cluster] = h
+	}
 	return &Activities{Git: &gitcache.Cache{Dir: filepath.Join(dir, "git"), AllowLocal: true}, Inventory: fixedInventory(inv),
-		Content: &content.Store{Dir: filepath.Join(dir, "content")}}
+		Content: &content.Store{Dir: filepath.Join(dir, "content")}, Targets: targets}
 }
 
 // agentRepo is a repository with a chart bundle templated per cluster and one that fails on a cluster
@@ -81,7 +98,7 @@ func TestPreparedPackagesAreServedByAnyWorker(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, web, again.Bundles[0], "the same rendering is the same package")
 
-	second := managementWorker(t, inv)
+	second := managementWorker(t, inv, target)
 	require.False(t, second.Content.Has(web.Package))
 	all, err := content.FetchAll(ctx, []content.Want{{Digest: web.Package, Size: web.PackageSize}}, 100, func(ctx context.Context, batch []content.Piece) ([]byte, error) {
 		in := api.ReadContentInput{Target: target}
@@ -101,9 +118,9 @@ func TestPreparedPackagesAreServedByAnyWorker(t *testing.T) {
 		Metadata: fleet.ObjectMeta{Name: "edge-1"},
 		Spec:     fleet.ClusterSpec{Agent: &fleet.ClusterAgent{}, TemplateValues: map[string]any{"fqdn": "elsewhere.example"}},
 	}}}
-	third := managementWorker(t, moved)
+	third := managementWorker(t, moved, target)
 	_, err = third.ReadContent(ctx, api.ReadContentInput{Target: target, Chunks: []api.ContentChunk{{Digest: web.Package, Length: 10, Bundle: "shop-web"}}})
-	require.ErrorContains(t, err, "rendering it again gives")
+	require.ErrorContains(t, err, `the desired state cluster "edge-1" holds now gives sha256:`)
 }
 
 // The management worker holds no kubeconfig of an agent cluster and never tries to reach it: a task for it

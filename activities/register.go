@@ -28,6 +28,7 @@ func (a *Activities) Register(r Registry) {
 		{api.ActivityPrepare, a.Prepare},
 		{api.ActivityReadContent, a.ReadContent},
 		{api.ActivityAgentDesired, a.AgentDesired},
+		{api.ActivityGrantRemoval, a.GrantRemoval},
 	} {
 		r.RegisterActivityWithOptions(act.fn, activity.RegisterOptions{Name: act.name})
 	}

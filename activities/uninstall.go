@@ -22,12 +22,18 @@ func (a *Activities) Uninstall(ctx context.Context, in api.UninstallInput) (api.
 		// The cluster left the inventory; there is nothing we can reach to uninstall from.
 		return api.UninstallResult{}, nil
 	}
-	cl, err := a.clusterClient(api.ClusterTarget{GitRepo: in.GitRepo, Cluster: in.Cluster, Namespace: in.Namespace}, c)
+	target := api.ClusterTarget{GitRepo: in.GitRepo, Cluster: in.Cluster, Namespace: in.Namespace}
+	cl, err := a.clusterClient(target, c)
 	if err != nil {
 		return api.UninstallResult{}, err
 	}
+	if a.Local != nil {
+		if err := a.grantedUninstall(target, in); err != nil {
+			return api.UninstallResult{}, err
+		}
+	}
 	if in.Sweep != nil {
-		s := *in.Sweep
+		s := a.keptByGrant(*in.Sweep, in.Prepared)
 		s.KeepResources = s.KeepResources || in.KeepResources
 		removed, err := a.sweep(ctx, cl, key, in.Cluster, c.Spec.ConfineToNamespace, s)
 		if err != nil {
@@ -63,5 +69,8 @@ func (a *Activities) Uninstall(ctx context.Context, in api.UninstallInput) (api.
 	}
 	deleted, kept, err := a.deleteNamespaces(ctx, cl, key, in.Cluster, confined, namespaces)
 	res.DeletedNamespaces, res.KeptNamespaces = deleted, kept
+	if err == nil && a.Local != nil {
+		a.Local.guarded().forget(key)
+	}
 	return res, err
 }

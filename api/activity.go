@@ -193,6 +193,9 @@ type ObserveInput struct {
 	// Prepared is the management side's rendering of each bundle, for an agent-mode cluster's agent, which
 	// has no checkout to render from.
 	Prepared []PreparedBundle `json:"prepared,omitempty"`
+	// Generation and Grant prove Prepared the management side's (PrepareResult.Grant).
+	Generation int64  `json:"generation,omitempty"`
+	Grant      string `json:"grant,omitempty"`
 }
 
 // Observation is the result of ActivityObserve: the state of one cluster's bundles.
@@ -279,8 +282,10 @@ type ApplyInput struct {
 	// Observe asks for an observation of every bundle, objects included, once the actions are done: the
 	// observation the workflow needs next, without a separate Observe activity and workflow task.
 	Observe bool `json:"observe,omitempty"`
-	// Prepared is as in ObserveInput.
-	Prepared []PreparedBundle `json:"prepared,omitempty"`
+	// Prepared, Generation and Grant are as in ObserveInput.
+	Prepared   []PreparedBundle `json:"prepared,omitempty"`
+	Generation int64            `json:"generation,omitempty"`
+	Grant      string           `json:"grant,omitempty"`
 }
 
 // BundleAction is one decided action, valid only while the bundle still renders to ExpectedID.
@@ -345,6 +350,11 @@ type UninstallInput struct {
 	Sweep *Sweep `json:"sweep,omitempty"`
 	// Namespace is the GitRepo's, and so the cluster's (GitRepoKey.PayloadNamespace).
 	Namespace string `json:"namespace,omitempty"`
+	// Generation and Grant: on an agent-mode cluster, the management side's grant of this removal
+	// (ActivityGrantRemoval); with Prepared, of the renderings whose releases a sweep keeps.
+	Generation int64            `json:"generation,omitempty"`
+	Grant      string           `json:"grant,omitempty"`
+	Prepared   []PreparedBundle `json:"prepared,omitempty"`
 	// DeleteNamespace is the GitRepo's targetNamespace, to delete once every release is uninstalled: the
 	// GitRepo is being deleted with deleteNamespace (never with keepResources). Protected namespaces
 	// (default, kube-*, fleet-*, cattle-fleet-*), one that still holds another release and one on a

@@ -26,6 +26,15 @@ const (
 	ContentWorkflowType = "ContentWorkflow"
 )
 
+// ActivityGrantRemoval grants an agent the removal of a GitRepo from its cluster (GrantRemovalInput → the
+// grant); a local activity of the cluster workflow, on the management side, where the installation key is.
+const ActivityGrantRemoval = "GrantRemoval"
+
+// GrantRemovalInput is the removal to grant, as the agent will be asked it.
+type GrantRemovalInput struct {
+	Uninstall UninstallInput `json:"uninstall"`
+}
+
 // ContentChunkSize is the most one ContentWorkflow carries (the chunks of one or of many packages): far
 // under Temporal's 2 MB payload limit, whatever the size of a release.
 const ContentChunkSize = 512 << 10
@@ -59,11 +68,16 @@ func ParseAgentIdentity(id string) (version, host string, ok bool) {
 // PrepareInput asks for the renderings of a target's bundles on an agent-mode cluster.
 type PrepareInput struct {
 	Target ClusterTarget `json:"target"`
+	// Generation is the cluster workflow's desired-state generation, which the grant covers.
+	Generation int64 `json:"generation,omitempty"`
 }
 
 // PrepareResult is one PreparedBundle per bundle of the target, in its order.
 type PrepareResult struct {
 	Bundles []PreparedBundle `json:"bundles"`
+	// Grant proves the renderings are the management side's (ADR 26): a MAC under the cluster's agent key
+	// of the cluster, the GitRepo, the generation and the bundles. Empty when the installation has no key.
+	Grant string `json:"grant,omitempty"`
 }
 
 // PreparedBundle is what an agent needs of one bundle's rendering: its summary (release name, namespace,

@@ -91,6 +91,8 @@ type AgentDesired struct {
 	Namespace string `json:"namespace,omitempty"`
 	Digest    string `json:"digest,omitempty"`
 	Manifests string `json:"manifests,omitempty"`
+	// Grant proves the release the management side's (ADR 26); empty when the installation has no key.
+	Grant string `json:"grant,omitempty"`
 }
 
 // KeepAgentInput is what the agent applies to keep itself: AgentDesired's objects for its own cluster.
@@ -100,6 +102,7 @@ type KeepAgentInput struct {
 	Namespace string `json:"namespace"`
 	Digest    string `json:"digest"`
 	Manifests string `json:"manifests"`
+	Grant     string `json:"grant,omitempty"`
 }
 
 // KeepAgentResult says whether the check applied, and the release's revision and digest after it.

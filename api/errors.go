@@ -35,6 +35,9 @@ const (
 	ErrTypeInvalidCarry = "InvalidCarry"
 	// ErrTypeRemoveIncomplete ends a deleted GitRepo that could not be uninstalled from every cluster.
 	ErrTypeRemoveIncomplete = "RemoveIncomplete"
+	// ErrTypeNotGranted is a task an agent refuses: what it was asked to act on, or the package it was sent,
+	// is not the management side's for its cluster (ADR 26).
+	ErrTypeNotGranted = "NotGranted"
 )
 
 // Action is a release action the cluster workflow decides and the Apply activity performs; "" is none.

@@ -55,6 +55,9 @@ func ClusterWorkflowID(gitRepo, cluster string) string {
 const (
 	// QueryStatus answers a GitRepoStatus (a ClusterStatus from a cluster workflow).
 	QueryStatus = "status"
+	// QueryTarget answers the ClusterTarget a cluster workflow holds now: the desired state a worker serves
+	// that cluster's agent packages of, whatever an agent's request says.
+	QueryTarget = "target"
 	// QuerySpec answers the fleet.GitRepo the workflow runs with. It holds no credentials: spec.repo may
 	// not carry a password and clientSecretName only names credentials that stay on the worker.
 	QuerySpec = "spec"

@@ -187,7 +187,7 @@ func (r *run) startAgents(ctx context.Context, clusters []benchCluster) error {
 		}
 		a, err := devenv.StartAgent(devenv.AgentOptions{Bin: r.e.cfg.BinDir, Address: r.temporal.Address(), Cluster: c.Name,
 			Kubeconfig: c.Kubeconfig, TaskQueue: api.DefaultTaskQueue, CacheDir: filepath.Join(r.dir, "agents", c.Name),
-			LogFile: r.agentLog(c.Name)})
+			LogFile: r.agentLog(c.Name), Key: r.key.ForCluster("", c.Name)})
 		if err != nil {
 			return err
 		}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
+	"github.com/flotilla-gitops/flotilla/internal/agentkey"
 	"github.com/flotilla-gitops/flotilla/internal/devenv"
 	"github.com/flotilla-gitops/flotilla/internal/localk8s"
 	"github.com/flotilla-gitops/flotilla/internal/proc"
@@ -187,6 +188,9 @@ type run struct {
 	workerArgs []string
 	// agents are the flotilla-agent processes of the run's agent-mode clusters, one each.
 	agents []*proc.Process
+	// keyFile and key are the run's installation key (ADR 26): agents are bound as an installation's are.
+	keyFile string
+	key     agentkey.Key
 	// clusters are the run's clusters, as registered in its inventory.
 	clusters []benchCluster
 }
@@ -237,9 +241,16 @@ func (e *env) startRun(ctx context.Context, name string, clusters []benchCluster
 // both the workflow and the activity queue, so that a measurement never includes a worker's start-up.
 func (r *run) startWorker(ctx context.Context) error {
 	r.workers = nil
+	if r.keyFile == "" {
+		var err error
+		if r.keyFile, r.key, err = devenv.NewInstallationKey(r.dir); err != nil {
+			return err
+		}
+	}
 	for i := 0; i < r.workerCount; i++ {
 		w, err := devenv.StartWorker(devenv.WorkerOptions{Bin: r.e.cfg.BinDir, Address: r.temporal.Address(), TaskQueue: api.DefaultTaskQueue,
-			CacheDir: filepath.Join(r.dir, workerFile("gitcache", i)), LogFile: r.workerLog(i), ExtraArgs: r.workerArgsFor(i)})
+			CacheDir: filepath.Join(r.dir, workerFile("gitcache", i)), LogFile: r.workerLog(i), ExtraArgs: r.workerArgsFor(i),
+			InstallationKeyFile: r.keyFile})
 		if err != nil {
 			return err
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
+	"github.com/flotilla-gitops/flotilla/internal/agentkey"
 	"github.com/flotilla-gitops/flotilla/internal/agentmanifest"
 	"github.com/flotilla-gitops/flotilla/internal/parallel"
 	"github.com/flotilla-gitops/flotilla/internal/version"
@@ -31,14 +32,61 @@ func cliVersion() string {
 
 func newAgentCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "agent", Short: "Pull-mode agents: what runs inside a cluster registered with `cluster add --agent`"}
-	cmd.AddCommand(newAgentManifestCmd(g))
+	cmd.AddCommand(newAgentManifestCmd(g), newAgentKeyCmd(g))
 	return cmd
 }
 
-func newAgentManifestCmd(g *globals) *cobra.Command {
-	var apiKeyFile string
+// installationKeyFlag is --installation-key-file, the worker's installation key (ADR 26), from which an
+// agent's key is derived.
+func installationKeyFlag(cmd *cobra.Command, path *string) {
+	cmd.Flags().StringVar(path, "installation-key-file", os.Getenv("FLOTILLA_INSTALLATION_KEY_FILE"),
+		"the installation key the workers are given (env FLOTILLA_INSTALLATION_KEY_FILE): the agent gets its cluster's key, derived from it")
+}
+
+func newAgentKeyCmd(g *globals) *cobra.Command {
+	var keyFile string
 	cmd := &cobra.Command{
-		Use: "manifest [-n NAMESPACE] NAME [--api-key-file FILE]",
+		Use: "key [-n NAMESPACE] NAME --installation-key-file FILE",
+		Short: "Print the agent key of an agent-mode cluster, for an agent run by hand (--agent-key-file, FLOTILLA_AGENT_KEY); " +
+			"`agent manifest` puts it in the agent's Secret",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if keyFile == "" {
+				return fmt.Errorf("--installation-key-file (or FLOTILLA_INSTALLATION_KEY_FILE) is required: the file the workers are given")
+			}
+			inst, err := agentkey.Load(keyFile)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintln(cmd.OutOrStdout(), inst.ForCluster(g.workspace(), args[0]).Encode())
+			return err
+		},
+	}
+	installationKeyFlag(cmd, &keyFile)
+	return cmd
+}
+
+func newInstallationKeyCmd() *cobra.Command {
+	return &cobra.Command{
+		Use: "installation-key",
+		Short: "Print a new installation key: write it to a file given to every worker (--installation-key-file), which binds each agent " +
+			"to its own cluster (ADR 26)",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			k, err := agentkey.Generate()
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintln(cmd.OutOrStdout(), k.Encode())
+			return err
+		},
+	}
+}
+
+func newAgentManifestCmd(g *globals) *cobra.Command {
+	var apiKeyFile, keyFile string
+	cmd := &cobra.Command{
+		Use: "manifest [-n NAMESPACE] NAME [--api-key-file FILE] [--installation-key-file FILE]",
 		Short: "Print the Kubernetes objects that run the agent of an agent-mode cluster, for `kubectl apply -f -` in that cluster " +
 			"(the Temporal address, namespace and task queue are this CLI's unless the cluster names its own)",
 		Args: cobra.ExactArgs(1),
@@ -53,8 +101,16 @@ func newAgentManifestCmd(g *globals) *cobra.Command {
 					return fmt.Errorf("--api-key-file %s: the file is empty", apiKeyFile)
 				}
 			}
+			secrets := agentmanifest.Secrets{APIKey: apiKey}
+			if keyFile != "" {
+				inst, err := agentkey.Load(keyFile)
+				if err != nil {
+					return fmt.Errorf("--installation-key-file: %w", err)
+				}
+				secrets.AgentKey = inst.ForCluster(g.workspace(), args[0]).Encode()
+			}
 			return g.withInventory(func(_ context.Context, _ client.Client, inv inventory.Inventory) error {
-				out, err := agentManifest(inv, g.workspace(), args[0], g.installation(), apiKey)
+				out, err := agentManifest(inv, g.workspace(), args[0], g.installation(), secrets)
 				if err != nil {
 					return err
 				}
@@ -64,6 +120,7 @@ func newAgentManifestCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&apiKeyFile, "api-key-file", "", "file holding the Temporal API key the agent dials with (it goes into the agent's Secret only)")
+	installationKeyFlag(cmd, &keyFile)
 	return cmd
 }
 
@@ -74,7 +131,7 @@ func (g *globals) installation() agentmanifest.Installation {
 }
 
 // agentManifest is the manifest of the agent of cluster name in workspace ws, as registered in inv.
-func agentManifest(inv inventory.Inventory, ws, name string, inst agentmanifest.Installation, apiKey string) ([]byte, error) {
+func agentManifest(inv inventory.Inventory, ws, name string, inst agentmanifest.Installation, secrets agentmanifest.Secrets) ([]byte, error) {
 	c, ok := inv.Cluster(ws, name)
 	if !ok {
 		return nil, fmt.Errorf("cluster %q is not registered", fleet.DisplayName(ws, name))
@@ -83,7 +140,7 @@ func agentManifest(inv inventory.Inventory, ws, name string, inst agentmanifest.
 		return nil, fmt.Errorf("cluster %q is not in agent mode: the worker reaches it through the kubeconfig %s, and no agent runs in it "+
 			"(register it with `flotilla cluster add --replace %s --agent` to move it to an agent)", fleet.DisplayName(ws, name), c.Spec.KubeConfigPath, name)
 	}
-	return agentmanifest.YAML(c.Metadata.Name, fleet.Workspace(c.Metadata.Namespace), agentmanifest.Effective(*c.Spec.Agent, inst), apiKey)
+	return agentmanifest.YAML(c.Metadata.Name, fleet.Workspace(c.Metadata.Namespace), agentmanifest.Effective(*c.Spec.Agent, inst), secrets)
 }
 
 // readInventory queries the inventory workflow of this installation.

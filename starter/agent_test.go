@@ -107,7 +107,7 @@ func TestAgentManifestPrintsTheAgentOfAnAgentModeCluster(t *testing.T) {
 		agentCluster("", "edge-info", fleet.ClusterAgent{LogLevel: "info"}),
 		agentCluster("team-a", "edge", fleet.ClusterAgent{LogLevel: "debug", TemporalNamespace: "team-a"}),
 	)
-	out, err := agentManifest(inv, "fleet-default", "edge", testInstallation, "")
+	out, err := agentManifest(inv, "fleet-default", "edge", testInstallation, agentmanifest.Secrets{})
 	require.NoError(t, err)
 	s := string(out)
 	for _, kind := range []string{"Namespace", "ServiceAccount", "ClusterRoleBinding", "Secret", "Deployment"} {
@@ -118,23 +118,25 @@ func TestAgentManifestPrintsTheAgentOfAnAgentModeCluster(t *testing.T) {
 	digest := agentmanifest.ConfigDigest(agentmanifest.Effective(fleet.ClusterAgent{}, testInstallation))
 	require.Contains(t, s, agentmanifest.AnnotationConfigDigest+": "+digest)
 
-	info, err := agentManifest(inv, "", "edge-info", testInstallation, "")
+	info, err := agentManifest(inv, "", "edge-info", testInstallation, agentmanifest.Secrets{})
 	require.NoError(t, err)
 	require.Contains(t, string(info), digest, "spelling out the default log level is the same agent")
 
-	team, err := agentManifest(inv, "team-a", "edge", testInstallation, "key-123")
+	team, err := agentManifest(inv, "team-a", "edge", testInstallation, agentmanifest.Secrets{APIKey: "key-123", AgentKey: "agent-key"})
 	require.NoError(t, err)
 	require.NotContains(t, string(team), digest)
 	require.Contains(t, string(team), "TEMPORAL_API_KEY: a2V5LTEyMw==")
+	require.Contains(t, string(team), "FLOTILLA_AGENT_KEY: YWdlbnQta2V5", "the agent key goes into the Secret")
+	require.Equal(t, 1, strings.Count(string(team), "agent-key")+strings.Count(string(team), "YWdlbnQta2V5"), "and nowhere else")
 	require.Contains(t, string(team), "value: debug")
 
-	_, err = agentManifest(inv, "", "core", testInstallation, "")
+	_, err = agentManifest(inv, "", "core", testInstallation, agentmanifest.Secrets{})
 	require.EqualError(t, err, `cluster "core" is not in agent mode: the worker reaches it through the kubeconfig /etc/flotilla/core.kubeconfig, `+
 		"and no agent runs in it (register it with `flotilla cluster add --replace core --agent` to move it to an agent)")
-	_, err = agentManifest(inv, "team-b", "edge", testInstallation, "")
+	_, err = agentManifest(inv, "team-b", "edge", testInstallation, agentmanifest.Secrets{})
 	require.EqualError(t, err, `cluster "team-b/edge" is not registered`)
 
-	_, err = agentManifest(inv, "", "edge", agentmanifest.Installation{TemporalAddress: "t:7233", TemporalNamespace: "d", TaskQueue: "flotilla"}, "")
+	_, err = agentManifest(inv, "", "edge", agentmanifest.Installation{TemporalAddress: "t:7233", TemporalNamespace: "d", TaskQueue: "flotilla"}, agentmanifest.Secrets{})
 	require.ErrorContains(t, err, "has no tag", "a development build names no image of its own")
 }
 

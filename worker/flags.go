@@ -12,6 +12,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/activities"
 	"github.com/flotilla-gitops/flotilla/agentclient"
 	"github.com/flotilla-gitops/flotilla/api"
+	"github.com/flotilla-gitops/flotilla/internal/agentkey"
 	"github.com/flotilla-gitops/flotilla/internal/charts"
 	"github.com/flotilla-gitops/flotilla/internal/envdefault"
 	"github.com/flotilla-gitops/flotilla/internal/temporalconn"
@@ -39,6 +40,7 @@ type config struct {
 	metricsListen                string
 	allowLocalRepos              bool
 	allowChartNetworks           []netip.Prefix
+	installationKey              agentkey.Key
 	// temporal is how to reach Temporal securely (--tls*, --api-key-file); see temporalSettings.
 	temporal temporalconn.Settings
 }
@@ -91,6 +93,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.BoolVar(&c.allowLocalRepos, "allow-local-repos", envdefault.Bool("FLOTILLA_ALLOW_LOCAL_REPOS"),
 		"let GitRepos name repositories on this machine's disk (file://, a path) (env FLOTILLA_ALLOW_LOCAL_REPOS=1); off, "+
 			"since any workspace could then name another's checkout or any folder the worker reads: only where one trusted party writes every GitRepo")
+	installationKeyFile := fs.String("installation-key-file", os.Getenv("FLOTILLA_INSTALLATION_KEY_FILE"),
+		"file holding the installation key (`flotilla installation-key` makes one), the same on every worker (env FLOTILLA_INSTALLATION_KEY_FILE): "+
+			"packages are sealed to each agent cluster's key derived from it and what agents act on is granted with it (ADR 26); empty: agents are not bound")
 	chartNetworks := fs.String("allow-chart-networks", os.Getenv("FLOTILLA_ALLOW_CHART_NETWORKS"),
 		"loopback, private and link-local networks (CIDR, comma-separated) where chart repositories and registries may be, "+
 			"e.g. 10.0.0.0/8 (env FLOTILLA_ALLOW_CHART_NETWORKS); public addresses are always reached, others never unless listed")
@@ -114,6 +119,11 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 		}
 	}
 	var err error
+	if *installationKeyFile != "" {
+		if c.installationKey, err = agentkey.Load(*installationKeyFile); err != nil {
+			return config{}, fmt.Errorf("--installation-key-file (or FLOTILLA_INSTALLATION_KEY_FILE): %w", err)
+		}
+	}
 	if c.allowChartNetworks, err = charts.ParseNetworks(*chartNetworks); err != nil {
 		return config{}, fmt.Errorf("--allow-chart-networks (or FLOTILLA_ALLOW_CHART_NETWORKS): %w", err)
 	}

@@ -141,6 +141,12 @@ func run() error {
 		// CLI's `agent manifest` defaults to its own settings the same way (ADR 23).
 		Installation: agentmanifest.Installation{TemporalAddress: cfg.address, TemporalNamespace: cfg.temporalNamespace,
 			TaskQueue: cfg.taskQueue, Version: version.ImageTag()},
+		InstallationKey: cfg.installationKey,
+		Targets:         activities.TemporalTargets{Client: c},
+	}
+	if cfg.installationKey.IsZero() {
+		log.Warn("no installation key: packages go to agents in the clear and agents cannot tell the management side's tasks " +
+			"from anyone else's on the namespace; give every worker --installation-key-file (ADR 26)")
 	}
 	if reg != nil {
 		acts.Metrics = reg.Flotilla

@@ -99,7 +99,7 @@ func (k *agentKeeper) check(ctx workflow.Context) (time.Duration, bool) {
 	})
 	var res api.KeepAgentResult
 	err := workflow.ExecuteActivity(actx, api.ActivityKeepAgent, api.KeepAgentInput{Workspace: k.in.Workspace, Cluster: k.in.Cluster,
-		Namespace: d.Namespace, Digest: d.Digest, Manifests: d.Manifests}).Get(ctx, &res)
+		Namespace: d.Namespace, Digest: d.Digest, Manifests: d.Manifests, Grant: d.Grant}).Get(ctx, &res)
 	if agentAway(err) {
 		return k.failed(ctx, fmt.Sprintf("cluster %q: agent offline: no flotilla-agent picked up its check within %s", k.name(), agentPresenceMax)), true
 	}

@@ -81,6 +81,8 @@ type clusterRun struct {
 	// prepared is the management side's rendering of the desired state for an agent-mode cluster (see
 	// prepare); a new desired state clears it.
 	prepared []api.PreparedBundle
+	// grant is the management side's grant of prepared, which the agent checks (ADR 26).
+	grant string
 }
 
 // ClusterWorkflow applies a GitRepo's bundles to one cluster and keeps checking them. It is a long-lived
@@ -98,6 +100,12 @@ func ClusterWorkflow(ctx workflow.Context, in ClusterWorkflowInput) error {
 	r.carry.Status.Name = in.Target.Cluster
 	if err := workflow.SetQueryHandler(ctx, api.QueryStatus, func() (api.ClusterStatus, error) {
 		return r.carry.Status, nil
+	}); err != nil {
+		return err
+	}
+	// The desired state this workflow holds, which a worker serving its agent packages reads (ReadContent).
+	if err := workflow.SetQueryHandler(ctx, api.QueryTarget, func() (api.ClusterTarget, error) {
+		return r.in.Target, nil
 	}); err != nil {
 		return err
 	}
@@ -203,7 +211,7 @@ func (r *clusterRun) setDesired(d DesiredUpdate) {
 		r.in.CheckInterval = d.CheckInterval
 	}
 	r.carry.PromptStep = 0
-	r.prepared = nil
+	r.prepared, r.grant = nil, ""
 }
 
 // loop2 reports whether this run has the loop-2 shape (see clusterLoop2).

@@ -49,7 +49,7 @@ func (r *clusterRun) apply(ctx workflow.Context, actions []api.BundleAction, swe
 	var res api.ApplyResult
 	in := api.ApplyInput{Target: r.in.Target, Actions: actions, Observe: true, Sweep: sweep}
 	if r.in.Target.Agent {
-		in.Prepared = r.prepared
+		in.Prepared, in.Generation, in.Grant = r.prepared, r.in.Generation, r.grant
 	}
 	err := workflow.ExecuteActivity(ctx, api.ActivityApply, in).Get(ctx, &res)
 	return res, err

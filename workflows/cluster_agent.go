@@ -54,7 +54,8 @@ func (r *clusterRun) observeByAgent(ctx workflow.Context) (api.Observation, erro
 		Summary:             "observe " + r.in.Target.Cluster + " (agent)",
 	})
 	var obs api.Observation
-	err = workflow.ExecuteActivity(actx, api.ActivityObserve, api.ObserveInput{Target: r.in.Target, Resources: true, Prepared: prepared}).Get(ctx, &obs)
+	err = workflow.ExecuteActivity(actx, api.ActivityObserve, api.ObserveInput{Target: r.in.Target, Resources: true, Prepared: prepared,
+		Generation: r.in.Generation, Grant: r.grant}).Get(ctx, &obs)
 	return obs, err
 }
 
@@ -72,10 +73,10 @@ func (r *clusterRun) prepare(ctx workflow.Context) ([]api.PreparedBundle, error)
 		Summary:                "render for " + r.in.Target.Cluster + " (agent)",
 	})
 	var res api.PrepareResult
-	if err := workflow.ExecuteLocalActivity(lctx, api.ActivityPrepare, api.PrepareInput{Target: r.in.Target}).Get(ctx, &res); err != nil {
+	if err := workflow.ExecuteLocalActivity(lctx, api.ActivityPrepare, api.PrepareInput{Target: r.in.Target, Generation: r.in.Generation}).Get(ctx, &res); err != nil {
 		return nil, err
 	}
-	r.prepared = res.Bundles
+	r.prepared, r.grant = res.Bundles, res.Grant
 	if r.prepared == nil {
 		r.prepared = []api.PreparedBundle{}
 	}

@@ -77,6 +77,31 @@ func (r *clusterRun) uninstallInput(rr RemoveRequest) api.UninstallInput {
 	}
 }
 
+// grantedRemoval is in with the management side's grant, for an agent-mode cluster, whose agent removes
+// nothing without one (ADR 26). A grant that cannot be had leaves in without: the agent refuses it, and
+// the removal is tried again as any failed one.
+func (r *clusterRun) grantedRemoval(ctx workflow.Context, in api.UninstallInput) api.UninstallInput {
+	if !r.in.Target.Agent {
+		return in
+	}
+	if r.in.Shape < clusterShapeRemovalGrant && workflow.GetVersion(ctx, clusterRemovalGrant, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return in
+	}
+	in.Generation = r.in.Generation
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: observeTimeout,
+		RetryPolicy:         retries(2),
+		Summary:             "grant the removal from " + r.in.Target.Cluster,
+	})
+	var grant string
+	if err := workflow.ExecuteLocalActivity(lctx, api.ActivityGrantRemoval, api.GrantRemovalInput{Uninstall: in}).Get(ctx, &grant); err != nil {
+		workflow.GetLogger(ctx).Warn("removal not granted", "cluster", r.in.Target.Cluster, "error", err)
+		return in
+	}
+	in.Grant = grant
+	return in
+}
+
 // uninstallAll runs one Uninstall (with a few quick retries of its own). A remove request that arrives
 // meanwhile is returned as next when it changes what to do (forget the cluster, or delete a namespace
 // too); forgetting cancels the uninstall at once.
@@ -89,7 +114,7 @@ func (r *clusterRun) uninstallAll(ctx workflow.Context, rr RemoveRequest, remove
 		RetryPolicy:         retries(2),
 		Summary:             "uninstall from " + r.in.Target.Cluster,
 	})
-	f := workflow.ExecuteActivity(actx, api.ActivityUninstall, r.uninstallInput(rr))
+	f := workflow.ExecuteActivity(actx, api.ActivityUninstall, r.grantedRemoval(ctx, r.uninstallInput(rr)))
 	var res api.UninstallResult
 	var err error
 	var next *RemoveRequest
@@ -164,7 +189,7 @@ func (r *clusterRun) removeOnce(ctx workflow.Context, rr RemoveRequest) error {
 		Summary:             "uninstall from " + r.in.Target.Cluster,
 	})
 	var res api.UninstallResult
-	err := workflow.ExecuteActivity(actx, api.ActivityUninstall, r.uninstallInput(rr)).Get(ctx, &res)
+	err := workflow.ExecuteActivity(actx, api.ActivityUninstall, r.grantedRemoval(ctx, r.uninstallInput(rr))).Get(ctx, &res)
 	if err != nil {
 		return err
 	}

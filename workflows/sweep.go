@@ -71,9 +71,13 @@ func (r *clusterRun) uninstallStale(ctx workflow.Context, s api.Sweep) ([]string
 		Summary:             "uninstall what no longer goes to " + r.in.Target.Cluster,
 	})
 	var res api.UninstallResult
-	err := workflow.ExecuteActivity(actx, api.ActivityUninstall, api.UninstallInput{
+	in := api.UninstallInput{
 		GitRepo: r.in.Target.GitRepo, Cluster: r.in.Target.Cluster, ClusterDigest: r.in.Target.ClusterDigest, Sweep: &s,
 		Namespace: r.in.Target.Namespace,
-	}).Get(ctx, &res)
+	}
+	if r.in.Target.Agent {
+		in.Prepared, in.Generation, in.Grant = r.prepared, r.in.Generation, r.grant
+	}
+	err := workflow.ExecuteActivity(actx, api.ActivityUninstall, in).Get(ctx, &res)
 	return res.Removed, err
 }

@@ -44,6 +44,11 @@ const (
 	// cluster (it leaves with its workloads kept) stops it; before, one activity retried until done, silently.
 	clusterShapeRemoveReports = 4
 	clusterRemoveReports      = "cluster-remove-reports"
+	// clusterShapeRemovalGrant (change ID clusterRemovalGrant): before an agent-mode cluster's agent
+	// uninstalls, the run asks the management side to grant the removal (a local activity, ADR 26).
+	// Kubeconfig-mode runs never ask, so their histories are unchanged whatever their shape.
+	clusterShapeRemovalGrant = 5
+	clusterRemovalGrant      = "cluster-removal-grant"
 
 	// dependsOn needs no gate: a bundle waits, and its cluster checks within DependencyRecheck, only when
 	// its target says what it depends on (api.BundleRef.DependsOn, DependsOnError), which no target had
@@ -51,5 +56,5 @@ const (
 	// (TestBundlesWithoutDependsOnAreJudgedAsBefore), so recorded histories replay as they ran.
 
 	// ClusterShapeCurrent is the Shape a run is started with, by the GitRepo and by continue-as-new.
-	ClusterShapeCurrent = clusterShapeRemoveReports
+	ClusterShapeCurrent = clusterShapeRemovalGrant
 )

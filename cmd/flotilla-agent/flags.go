@@ -9,6 +9,7 @@ import (
 
 	"github.com/flotilla-gitops/flotilla/activities"
 	"github.com/flotilla-gitops/flotilla/api"
+	"github.com/flotilla-gitops/flotilla/internal/agentkey"
 	"github.com/flotilla-gitops/flotilla/internal/agentmanifest"
 	"github.com/flotilla-gitops/flotilla/internal/envdefault"
 	"github.com/flotilla-gitops/flotilla/internal/temporalconn"
@@ -32,6 +33,8 @@ type config struct {
 	helmBurst               int
 	// conn is how the agent reaches Temporal securely (TLS, mTLS, API key), as the worker does.
 	conn temporalconn.Settings
+	// key is the cluster's agent key (ADR 26), from --agent-key-file or FLOTILLA_AGENT_KEY; zero: none.
+	key agentkey.Key
 }
 
 // Defaults of the agent's concurrency, the same as the Deployment `flotilla agent manifest` prints: an agent
@@ -73,8 +76,21 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 		"bundles one activity observes or applies at once (env FLOTILLA_BUNDLE_CONCURRENCY)")
 	fs.Float64Var(&c.helmQPS, "helm-qps", envdefault.Float("FLOTILLA_HELM_QPS", DefaultHelmQPS), "requests per second to the API server (env FLOTILLA_HELM_QPS)")
 	fs.IntVar(&c.helmBurst, "helm-burst", envdefault.Int("FLOTILLA_HELM_BURST", DefaultHelmBurst), "burst of requests to the API server (env FLOTILLA_HELM_BURST)")
+	keyFile := fs.String("agent-key-file", os.Getenv("FLOTILLA_AGENT_KEY_FILE"), "file holding this cluster's agent key, which `flotilla agent manifest` "+
+		"puts in the agent's Secret as FLOTILLA_AGENT_KEY (env FLOTILLA_AGENT_KEY_FILE); with a key, the agent opens only packages sealed to its "+
+		"cluster and acts only on what the management side granted")
 	c.conn.AddFlags(fs)
 	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	var err error
+	switch {
+	case *keyFile != "":
+		c.key, err = agentkey.Load(*keyFile)
+	case os.Getenv("FLOTILLA_AGENT_KEY") != "":
+		c.key, err = agentkey.Parse(os.Getenv("FLOTILLA_AGENT_KEY"), "FLOTILLA_AGENT_KEY")
+	}
+	if err != nil {
 		return config{}, err
 	}
 	switch {

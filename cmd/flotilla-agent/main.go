@@ -102,6 +102,7 @@ func run() error {
 			Name: cfg.cluster, Workspace: cfg.workspace, Client: cl,
 			Store: &content.Store{Dir: filepath.Join(cfg.cacheDir, "content")},
 			Fetch: fetcher(c, cfg.taskQueue),
+			Key:   cfg.key,
 		},
 	}
 	if reg != nil {
@@ -117,7 +118,11 @@ func run() error {
 
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
-	log.Info("agent starting", zap.String("cluster", cfg.cluster), zap.String("address", cfg.address), zap.String("temporalNamespace", cfg.temporalNamespace),
+	if cfg.key.IsZero() {
+		log.Warn("agent without a key: it trusts every task of its queue and reads packages in the clear; give it the key " +
+			"`flotilla agent manifest` puts in its Secret (FLOTILLA_AGENT_KEY)")
+	}
+	log.Info("agent starting", zap.Bool("keyed", !cfg.key.IsZero()), zap.String("cluster", cfg.cluster), zap.String("address", cfg.address), zap.String("temporalNamespace", cfg.temporalNamespace),
 		zap.String("taskQueue", queue), zap.String("version", version.String()))
 	if err := w.Start(); err != nil {
 		return err

@@ -153,10 +153,18 @@ func Check(cluster, workspace string, cfg Config) error {
 	return nil
 }
 
+// Secrets are what an agent is given that no one else may read: they go into its Secret only, never into
+// the Deployment, a command line or the release Flotilla keeps.
+type Secrets struct {
+	// APIKey is the Temporal API key the agent dials with.
+	APIKey string
+	// AgentKey is its cluster's agent key (ADR 26; agentkey.Key.Encode).
+	AgentKey string
+}
+
 // Objects are the agent's objects, in the order they can be applied: its Namespace, ServiceAccount,
-// ClusterRoleBinding, Secret and Deployment. apiKey, when not empty, is the Temporal API key the agent
-// dials with; it goes into the Secret only, never into the Deployment or a command line.
-func Objects(cluster, workspace string, cfg Config, apiKey string) []map[string]any {
+// ClusterRoleBinding, Secret and Deployment, with secrets in the Secret.
+func Objects(cluster, workspace string, cfg Config, secrets Secrets) []map[string]any {
 	workspace = fleet.Workspace(workspace)
 	ns := cfg.Namespace
 	labels := map[string]any{
@@ -184,14 +192,17 @@ func Objects(cluster, workspace string, cfg Config, apiKey string) []map[string]
 		m["annotations"] = map[string]any{"meta.helm.sh/release-name": ReleaseName, "meta.helm.sh/release-namespace": ns}
 		return m
 	}
-	// The Secret holds the API key and nothing else: every other setting is plain env on the Deployment,
-	// so that a changed setting is a changed Deployment (one rollout), and the release Flotilla keeps
-	// (KeptObjects) carries no credential.
+	// The Secret holds the API key and the agent key and nothing else: every other setting is plain env on
+	// the Deployment, so that a changed setting is a changed Deployment (one rollout), and the release
+	// Flotilla keeps (KeptObjects) carries no credential.
 	data := map[string]any{}
-	if apiKey != "" {
-		// data rather than stringData: `kubectl apply` merges stringData into data, so a key dropped from
-		// stringData (an API key no longer given) would stay in the Secret.
-		data["TEMPORAL_API_KEY"] = base64.StdEncoding.EncodeToString([]byte(apiKey))
+	// data rather than stringData: `kubectl apply` merges stringData into data, so a key dropped from
+	// stringData (an API key no longer given) would stay in the Secret.
+	if secrets.APIKey != "" {
+		data["TEMPORAL_API_KEY"] = base64.StdEncoding.EncodeToString([]byte(secrets.APIKey))
+	}
+	if secrets.AgentKey != "" {
+		data["FLOTILLA_AGENT_KEY"] = base64.StdEncoding.EncodeToString([]byte(secrets.AgentKey))
 	}
 	env := []any{
 		envVar("TEMPORAL_ADDRESS", cfg.TemporalAddress),
@@ -285,11 +296,11 @@ const MetricsPort = 9090
 func envVar(name, value string) map[string]any { return map[string]any{"name": name, "value": value} }
 
 // YAML is Objects as one YAML stream, each object's keys in sorted order, ready for `kubectl apply -f -`.
-func YAML(cluster, workspace string, cfg Config, apiKey string) ([]byte, error) {
+func YAML(cluster, workspace string, cfg Config, secrets Secrets) ([]byte, error) {
 	if err := Check(cluster, workspace, cfg); err != nil {
 		return nil, err
 	}
-	return stream(cluster, Objects(cluster, workspace, cfg, apiKey))
+	return stream(cluster, Objects(cluster, workspace, cfg, secrets))
 }
 
 // KeptObjects are the objects Flotilla keeps as the agent's release (ADR 23): Objects without the
@@ -298,7 +309,7 @@ func YAML(cluster, workspace string, cfg Config, apiKey string) ([]byte, error) 
 // what the operator applied changes none of their specs.
 func KeptObjects(cluster, workspace string, cfg Config) []map[string]any {
 	var out []map[string]any
-	for _, o := range Objects(cluster, workspace, cfg, "") {
+	for _, o := range Objects(cluster, workspace, cfg, Secrets{}) {
 		if k := o["kind"]; k != "Namespace" && k != "Secret" {
 			out = append(out, o)
 		}

@@ -85,7 +85,7 @@ func objects(t *testing.T, stream []byte) map[string][]byte {
 // reach, run as non-root from a read-only filesystem, one pod at a time.
 func TestTheManifestIsTheAgentsKubernetesObjects(t *testing.T) {
 	cfg := Effective(fleet.ClusterAgent{LogLevel: "debug", HelmQPS: 12.5}, inst)
-	out, err := YAML("edge-1", "", cfg, "")
+	out, err := YAML("edge-1", "", cfg, Secrets{})
 	require.NoError(t, err)
 	docs := objects(t, out)
 	require.Len(t, docs, 5)
@@ -132,7 +132,7 @@ func TestTheManifestIsTheAgentsKubernetesObjects(t *testing.T) {
 	require.NoError(t, yaml.Unmarshal(docs["Secret"], &sec))
 	require.Empty(t, sec.Data, "without an API key the Secret holds nothing")
 
-	again, err := YAML("edge-1", "fleet-default", cfg, "")
+	again, err := YAML("edge-1", "fleet-default", cfg, Secrets{})
 	require.NoError(t, err)
 	require.Equal(t, string(out), string(again), "the same agent, the same bytes")
 }
@@ -143,11 +143,11 @@ func TestTheAPIKeyAppearsOnlyWhenGivenAndOnlyInTheSecret(t *testing.T) {
 	encoded := base64.StdEncoding.EncodeToString([]byte(key))
 	cfg := Effective(fleet.ClusterAgent{}, inst)
 
-	out, err := YAML("edge-1", "team-a", cfg, "")
+	out, err := YAML("edge-1", "team-a", cfg, Secrets{})
 	require.NoError(t, err)
 	require.NotContains(t, string(out), "TEMPORAL_API_KEY")
 
-	out, err = YAML("edge-1", "team-a", cfg, key)
+	out, err = YAML("edge-1", "team-a", cfg, Secrets{APIKey: key})
 	require.NoError(t, err)
 	require.NotContains(t, string(out), key, "never in clear text")
 	docs := objects(t, out)
@@ -162,13 +162,13 @@ func TestTheAPIKeyAppearsOnlyWhenGivenAndOnlyInTheSecret(t *testing.T) {
 
 func TestWhatCannotMakeAnAgentIsRefused(t *testing.T) {
 	cfg := Effective(fleet.ClusterAgent{}, inst)
-	_, err := YAML("Edge_1", "", cfg, "")
+	_, err := YAML("Edge_1", "", cfg, Secrets{})
 	require.EqualError(t, err, `cluster name "Edge_1": must be a DNS label`)
 	noVersion := Effective(fleet.ClusterAgent{}, Installation{TemporalAddress: "t:7233", TemporalNamespace: "default", TaskQueue: "flotilla"})
-	_, err = YAML("edge-1", "", noVersion, "")
+	_, err = YAML("edge-1", "", noVersion, Secrets{})
 	require.ErrorContains(t, err, `cluster "edge-1": the agent's image "flotilla:" has no tag`)
 	noVersion.Image = "flotilla:dev"
-	_, err = YAML("edge-1", "", noVersion, "")
+	_, err = YAML("edge-1", "", noVersion, Secrets{})
 	require.NoError(t, err)
 }
 
@@ -177,7 +177,7 @@ func TestWhatCannotMakeAnAgentIsRefused(t *testing.T) {
 func TestTheKeptObjectsAreTheManifestsWithoutNamespaceAndSecret(t *testing.T) {
 	const key = "tmprl-api-key-0123456789"
 	cfg := Effective(fleet.ClusterAgent{LogLevel: "debug"}, inst)
-	full, err := YAML("edge-1", "team-a", cfg, key)
+	full, err := YAML("edge-1", "team-a", cfg, Secrets{APIKey: key})
 	require.NoError(t, err)
 	kept, err := KeptYAML("edge-1", "team-a", cfg)
 	require.NoError(t, err)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/flotilla-gitops/flotilla/api"
+	"github.com/flotilla-gitops/flotilla/internal/agentkey"
 	"github.com/flotilla-gitops/flotilla/internal/envdefault"
 	"github.com/flotilla-gitops/flotilla/internal/localk8s"
 	"github.com/flotilla-gitops/flotilla/internal/proc"
@@ -145,9 +146,13 @@ func Up(ctx context.Context, o Options) error {
 		}
 	}
 	o.say("example repository file://%s at %s", repoDir, api.ShortCommit(commit))
+	keyFile, key, err := NewInstallationKey(o.Dir)
+	if err != nil {
+		return err
+	}
 	_, err = StartWorker(WorkerOptions{Bin: bin, Address: tmp.Address(), TaskQueue: o.TaskQueue, CacheDir: filepath.Join(o.Dir, "cache"),
 		LogFile: filepath.Join(logs, "worker.log"), PIDFile: filepath.Join(pids, "worker.pid"), Detached: true,
-		ExtraArgs: []string{"--credentials", credentials}})
+		InstallationKeyFile: keyFile, ExtraArgs: []string{"--credentials", credentials}})
 	if err != nil {
 		return err
 	}
@@ -165,7 +170,7 @@ func Up(ctx context.Context, o Options) error {
 	for _, name := range o.Agents {
 		o.say("starting the agent of %s (pull mode: only it holds %s's kubeconfig)", name, name)
 		if _, err := StartAgent(AgentOptions{Bin: bin, Address: tmp.Address(), TaskQueue: o.TaskQueue, Cluster: name,
-			Kubeconfig: k8s.Kubeconfig(name), CacheDir: filepath.Join(o.Dir, "agents", name),
+			Kubeconfig: k8s.Kubeconfig(name), CacheDir: filepath.Join(o.Dir, "agents", name), Key: key.ForCluster("", name),
 			LogFile: filepath.Join(logs, "agent-"+name+".log"), PIDFile: filepath.Join(pids, "agent-"+name+".pid"), Detached: true}); err != nil {
 			return err
 		}
@@ -270,8 +275,11 @@ type WorkerOptions struct {
 	// (FLOTILLA_ALLOW_CHART_NETWORKS), where theirs listen. The environment, not flags, carries both, so an
 	// older worker binary (make bench-compare's base) starts all the same.
 	RefuseLocalRepos bool
-	ExtraArgs        []string
-	Detached         bool
+	// InstallationKeyFile is the installation key (ADR 26), given through FLOTILLA_INSTALLATION_KEY_FILE
+	// for the same reason; empty: the worker binds no agent.
+	InstallationKeyFile string
+	ExtraArgs           []string
+	Detached            bool
 }
 
 // StartWorker starts bin/flotilla-worker as its own process. The task queue is always on its command line,
@@ -286,6 +294,9 @@ func StartWorker(o WorkerOptions) (*proc.Process, error) {
 	if o.RefuseLocalRepos {
 		env[0] = "FLOTILLA_ALLOW_LOCAL_REPOS=0"
 	}
+	if o.InstallationKeyFile != "" {
+		env = append(env, "FLOTILLA_INSTALLATION_KEY_FILE="+o.InstallationKeyFile)
+	}
 	return proc.Start(proc.Spec{Name: "flotilla-worker", Path: filepath.Join(o.Bin, "flotilla-worker"),
 		Args: append(args, o.ExtraArgs...), Env: env, LogFile: o.LogFile, PIDFile: o.PIDFile, Detached: o.Detached})
 }
@@ -299,6 +310,9 @@ type AgentOptions struct {
 	Kubeconfig string
 	// TaskQueue is the installation's; empty is api.DefaultTaskQueue.
 	TaskQueue string
+	// Key is the cluster's agent key, given through FLOTILLA_AGENT_KEY as its Secret gives it in a
+	// cluster; zero: an agent without one.
+	Key       agentkey.Key
 	ExtraArgs []string
 	Detached  bool
 }
@@ -310,8 +324,25 @@ func StartAgent(o AgentOptions) (*proc.Process, error) {
 	if o.Workspace != "" {
 		args = append(args, "--workspace", o.Workspace)
 	}
+	var env []string
+	if !o.Key.IsZero() {
+		env = append(env, "FLOTILLA_AGENT_KEY="+o.Key.Encode())
+	}
 	return proc.Start(proc.Spec{Name: "flotilla-agent-" + o.Cluster, Path: filepath.Join(o.Bin, "flotilla-agent"),
-		Args: append(args, o.ExtraArgs...), LogFile: o.LogFile, PIDFile: o.PIDFile, Detached: o.Detached})
+		Args: append(args, o.ExtraArgs...), Env: env, LogFile: o.LogFile, PIDFile: o.PIDFile, Detached: o.Detached})
+}
+
+// NewInstallationKey writes a new installation key to dir/installation.key, readable by its owner only.
+func NewInstallationKey(dir string) (string, agentkey.Key, error) {
+	k, err := agentkey.Generate()
+	if err != nil {
+		return "", agentkey.Key{}, err
+	}
+	path := filepath.Join(dir, "installation.key")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", agentkey.Key{}, err
+	}
+	return path, k, os.WriteFile(path, []byte(k.Encode()+"\n"), 0o600)
 }
 
 func orDefaultQueue(q string) string {

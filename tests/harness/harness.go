@@ -33,6 +33,7 @@ import (
 
 	"github.com/flotilla-gitops/flotilla/agentclient"
 	"github.com/flotilla-gitops/flotilla/api"
+	"github.com/flotilla-gitops/flotilla/internal/agentkey"
 	"github.com/flotilla-gitops/flotilla/internal/codec"
 	"github.com/flotilla-gitops/flotilla/internal/devenv"
 	"github.com/flotilla-gitops/flotilla/internal/localk8s"
@@ -84,6 +85,10 @@ type Stack struct {
 	workerArgs []string
 	// cliArgs come before every CLI command's own (--codec-key-file with Options.CodecKeyFile).
 	cliArgs []string
+	// InstallationKeyFile and InstallationKey are the stack's installation key (ADR 26): its workers bind
+	// its agents, each given its cluster's key.
+	InstallationKeyFile string
+	InstallationKey     agentkey.Key
 }
 
 // Options choose the clusters of a stack.
@@ -111,6 +116,9 @@ func Start(t *testing.T, o Options) *Stack {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	s := &Stack{t: t, Dir: t.TempDir(), pool: agentclient.NewPool(nil), workerArgs: o.WorkerArgs}
+	var err error
+	s.InstallationKeyFile, s.InstallationKey, err = devenv.NewInstallationKey(s.Dir)
+	require.NoError(t, err)
 	var dc converter.DataConverter
 	if o.CodecKeyFile != "" {
 		s.workerArgs = append([]string{"--codec-key-file", o.CodecKeyFile}, s.workerArgs...)
@@ -191,7 +199,7 @@ func dumpLog(t *testing.T, path string) {
 
 // StartWorker starts the flotilla-worker binary (again).
 func (s *Stack) StartWorker() {
-	w, err := devenv.StartWorker(devenv.WorkerOptions{Bin: BinDir(), Address: s.address,
+	w, err := devenv.StartWorker(devenv.WorkerOptions{Bin: BinDir(), Address: s.address, InstallationKeyFile: s.InstallationKeyFile,
 		CacheDir: filepath.Join(s.Dir, "gitcache"), LogFile: filepath.Join(s.Dir, "worker.log"), ExtraArgs: s.workerArgs})
 	require.NoError(s.t, err)
 	s.Worker = w
@@ -203,7 +211,7 @@ func (s *Stack) StartWorker() {
 func (s *Stack) StartOtherWorker(name string) *proc.Process {
 	s.t.Helper()
 	logFile := filepath.Join(s.Dir, "worker-"+name+".log")
-	w, err := devenv.StartWorker(devenv.WorkerOptions{Bin: BinDir(), Address: s.address,
+	w, err := devenv.StartWorker(devenv.WorkerOptions{Bin: BinDir(), Address: s.address, InstallationKeyFile: s.InstallationKeyFile,
 		CacheDir: filepath.Join(s.Dir, "cache-"+name), LogFile: logFile, ExtraArgs: s.workerArgs})
 	require.NoError(s.t, err)
 	s.t.Cleanup(func() {
@@ -221,7 +229,7 @@ func (s *Stack) StartOtherWorker(name string) *proc.Process {
 func (s *Stack) StartAgent(name, backing string, extraArgs ...string) *proc.Process {
 	s.t.Helper()
 	logFile := filepath.Join(s.Dir, "agent-"+name+".log")
-	a, err := devenv.StartAgent(devenv.AgentOptions{Bin: BinDir(), Address: s.address, Cluster: name,
+	a, err := devenv.StartAgent(devenv.AgentOptions{Bin: BinDir(), Address: s.address, Cluster: name, Key: s.InstallationKey.ForCluster("", name),
 		Kubeconfig: s.K8s.Kubeconfig(backing), CacheDir: filepath.Join(s.Dir, "agent-"+name), LogFile: logFile, ExtraArgs: append(append([]string{}, s.connArgs...), extraArgs...)})
 	require.NoError(s.t, err)
 	s.t.Cleanup(func() {

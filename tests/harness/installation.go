@@ -28,7 +28,7 @@ func (s *Stack) Installation() *Installation {
 func (s *Stack) StartInstallation(taskQueue string, workerArgs ...string) *Installation {
 	s.t.Helper()
 	log := filepath.Join(s.Dir, "worker-"+taskQueue+".log")
-	w, err := devenv.StartWorker(devenv.WorkerOptions{Bin: BinDir(), Address: s.address, TaskQueue: taskQueue,
+	w, err := devenv.StartWorker(devenv.WorkerOptions{Bin: BinDir(), Address: s.address, TaskQueue: taskQueue, InstallationKeyFile: s.InstallationKeyFile,
 		CacheDir: filepath.Join(s.Dir, "gitcache-"+taskQueue), LogFile: log, ExtraArgs: append(append([]string{}, s.connArgs...), workerArgs...)})
 	require.NoError(s.t, err)
 	s.t.Cleanup(func() {
