@@ -121,7 +121,7 @@ func (a *Activities) fetchPackages(ctx context.Context, t api.ClusterTarget, bun
 		if err != nil || a.Local.Key.IsZero() {
 			return data, err
 		}
-		plain, err := a.Local.Key.Open(contentAAD(a.Local.Workspace, a.Local.Name, in.Chunks), data)
+		plain, err := a.Local.Key.Open(ContentAAD(a.Local.Workspace, a.Local.Name, in.Chunks), data)
 		if err != nil {
 			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("packages for cluster %q: %v (is the management side's "+
 				"--installation-key-file the one this agent's key was made from?)", fleet.DisplayName(a.Local.Workspace, a.Local.Name), err), api.ErrTypeNotGranted, nil)

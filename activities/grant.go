@@ -183,8 +183,9 @@ func agentReleaseMessage(workspace, cluster, namespace, digest, manifests string
 	return grantMessage(clusterIdentity{Workspace: fleet.Workspace(workspace), Cluster: cluster}, namespace, digest, manifests)
 }
 
-// seal and open bind the bytes of a ContentWorkflow's answer to the cluster and the chunks asked for.
-func contentAAD(workspace, cluster string, chunks []api.ContentChunk) []byte {
+// ContentAAD is what the bytes of a ContentWorkflow's answer are sealed to, besides the cluster's key: the
+// cluster and the chunks asked for, so an answer cannot pass for another cluster's or another request's.
+func ContentAAD(workspace, cluster string, chunks []api.ContentChunk) []byte {
 	return grantMessage(sealContent, fleet.Workspace(workspace), cluster, chunks)
 }
 

@@ -54,12 +54,12 @@ func TestAPackageIsServedFromTheHeldDesiredStateAndSealedToItsCluster(t *testing
 	require.NoError(t, err)
 
 	own := installation.ForCluster("", "edge-1")
-	plain, err := own.Open(contentAAD("", "edge-1", chunk), sealed)
+	plain, err := own.Open(ContentAAD("", "edge-1", chunk), sealed)
 	require.NoError(t, err)
 	stored, err := w.Content.ReadChunk(web.Package, 0, web.PackageSize)
 	require.NoError(t, err)
 	require.Equal(t, stored, plain, "the cluster's own agent opens its package")
-	_, err = installation.ForCluster("team-b", "edge-1").Open(contentAAD("", "edge-1", chunk), sealed)
+	_, err = installation.ForCluster("team-b", "edge-1").Open(ContentAAD("", "edge-1", chunk), sealed)
 	require.ErrorIs(t, err, agentkey.ErrNotSealed, "an agent of another cluster (the same name in another workspace) cannot")
 
 	// Another workspace's cluster, whose workflow holds no such package, is refused, not served.

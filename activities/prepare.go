@@ -148,7 +148,7 @@ func (a *Activities) ReadContent(ctx context.Context, in api.ReadContentInput) (
 		out = append(out, data...)
 	}
 	if k, ok := a.clusterKey(held.Namespace, held.Cluster); ok {
-		return k.Seal(contentAAD(held.Namespace, held.Cluster, in.Chunks), out)
+		return k.Seal(ContentAAD(held.Namespace, held.Cluster, in.Chunks), out)
 	}
 	return out, nil
 }
