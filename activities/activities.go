@@ -71,6 +71,8 @@ type Activities struct {
 	InstallationKey agentkey.Key
 	// Targets reads the desired state a cluster workflow holds (ReadContent serves only its packages).
 	Targets TargetReader
+	// Workspaces is which workspaces this installation serves, and where their kubeconfigs are (ADR 27).
+	Workspaces WorkspacePolicy
 	// Metrics records applies, checks and git operations; nil records nothing.
 	Metrics *metrics.Flotilla
 
@@ -86,6 +88,9 @@ type TargetReader interface {
 
 // Poll resolves the commit to deploy and reads the inventory generation: one ls-remote, no clone.
 func (a *Activities) Poll(ctx context.Context, in api.PollInput) (api.PollResult, error) {
+	if err := a.Workspaces.serves(in.Key().Namespace); err != nil {
+		return api.PollResult{}, err
+	}
 	commit, err := a.resolve(ctx, in)
 	if err != nil {
 		var nf *gitcache.NotFoundError
@@ -148,6 +153,9 @@ func leavingOf(inv inventory.Inventory, ns string) []api.LeavingCluster {
 // fleet.yaml does not load is listed in Unloaded and planned with the GitRepo's targets; the workflow keeps
 // it where the last good plan had it.
 func (a *Activities) Plan(ctx context.Context, in api.PlanInput) (api.Plan, error) {
+	if err := a.Workspaces.serves(in.Key().Namespace); err != nil {
+		return api.Plan{}, err
+	}
 	if err := target.Validate(in.Targets); err != nil {
 		return api.Plan{}, temporal.NewNonRetryableApplicationError("spec.targets: "+err.Error(), api.ErrTypeInvalidTargets, nil)
 	}
@@ -267,6 +275,9 @@ type granted struct {
 
 // entry is the target's cluster as the inventory has it, in a handle without a client or a checkout.
 func (a *Activities) entry(ctx context.Context, t api.ClusterTarget) (*clusterHandle, fleet.Cluster, error) {
+	if err := a.Workspaces.serves(t.Key().Namespace); err != nil {
+		return nil, fleet.Cluster{}, err
+	}
 	inv, err := a.inventoryFor(ctx, t)
 	if err != nil {
 		return nil, fleet.Cluster{}, fmt.Errorf("reading the cluster inventory: %w", err)
@@ -289,6 +300,9 @@ func (a *Activities) clusterClient(t api.ClusterTarget, c fleet.Cluster) (*agent
 	if c.Spec.Agent != nil {
 		return nil, temporal.NewApplicationError(fmt.Sprintf("cluster %q is registered with an agent: only its flotilla-agent reaches it, "+
 			"and this worker holds no kubeconfig for it", clusterRef(t)), api.ErrTypeUnreachable)
+	}
+	if err := a.Workspaces.kubeconfig(t.Key().Namespace, t.Cluster, c.Spec.KubeConfigPath); err != nil {
+		return nil, err
 	}
 	cl, err := a.Clusters.Get(agentclient.Config{KubeconfigPath: c.Spec.KubeConfigPath, Context: c.Spec.KubeConfigContext,
 		QPS: a.HelmQPS, Burst: a.HelmBurst})

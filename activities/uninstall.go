@@ -12,6 +12,9 @@ import (
 // Uninstall removes a GitRepo's releases from a cluster (all of them, or those a sweep does not keep),
 // then deletes the namespaces deleteNamespace asks for (namespaces.go).
 func (a *Activities) Uninstall(ctx context.Context, in api.UninstallInput) (api.UninstallResult, error) {
+	if err := a.Workspaces.serves(in.Key().Namespace); err != nil {
+		return api.UninstallResult{}, err
+	}
 	inv, err := a.Inventory.Read(ctx)
 	if err != nil {
 		return api.UninstallResult{}, fmt.Errorf("reading the cluster inventory: %w", err)

@@ -38,6 +38,9 @@ const (
 	// ErrTypeNotGranted is a task an agent refuses: what it was asked to act on, or the package it was sent,
 	// is not the management side's for its cluster (ADR 26).
 	ErrTypeNotGranted = "NotGranted"
+	// ErrTypeWorkspace is a GitRepo or cluster of a workspace the installation does not serve, or a
+	// kubeconfig outside its workspace's folder (ADR 27).
+	ErrTypeWorkspace = "WorkspaceNotServed"
 )
 
 // Action is a release action the cluster workflow decides and the Apply activity performs; "" is none.

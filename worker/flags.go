@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -41,6 +42,7 @@ type config struct {
 	allowLocalRepos              bool
 	allowChartNetworks           []netip.Prefix
 	installationKey              agentkey.Key
+	workspaces                   activities.WorkspacePolicy
 	// temporal is how to reach Temporal securely (--tls*, --api-key-file); see temporalSettings.
 	temporal temporalconn.Settings
 }
@@ -96,6 +98,11 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	installationKeyFile := fs.String("installation-key-file", os.Getenv("FLOTILLA_INSTALLATION_KEY_FILE"),
 		"file holding the installation key (`flotilla installation-key` makes one), the same on every worker (env FLOTILLA_INSTALLATION_KEY_FILE): "+
 			"packages are sealed to each agent cluster's key derived from it and what agents act on is granted with it (ADR 26); empty: agents are not bound")
+	workspaces := fs.String("workspaces", os.Getenv("FLOTILLA_WORKSPACES"),
+		"the only workspaces this installation serves, comma-separated (env FLOTILLA_WORKSPACES); GitRepos and clusters of others are refused. "+
+			"With a Temporal namespace per trust zone, what makes a workspace a boundary (ADR 27); empty: every workspace")
+	fs.StringVar(&c.workspaces.KubeconfigDir, "kubeconfig-dir", os.Getenv("FLOTILLA_KUBECONFIG_DIR"),
+		"where kubeconfigs are: a cluster of workspace W may name only a kubeconfig under DIR/W (env FLOTILLA_KUBECONFIG_DIR); empty: anywhere")
 	chartNetworks := fs.String("allow-chart-networks", os.Getenv("FLOTILLA_ALLOW_CHART_NETWORKS"),
 		"loopback, private and link-local networks (CIDR, comma-separated) where chart repositories and registries may be, "+
 			"e.g. 10.0.0.0/8 (env FLOTILLA_ALLOW_CHART_NETWORKS); public addresses are always reached, others never unless listed")
@@ -116,6 +123,11 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 		{"bundle-concurrency", float64(c.bundleConcurrency)}, {"helm-qps", c.helmQPS}, {"helm-burst", float64(c.helmBurst)}} {
 		if n.value <= 0 {
 			return config{}, fmt.Errorf("--%s %v: must be positive", n.flag, n.value)
+		}
+	}
+	for _, w := range strings.Split(*workspaces, ",") {
+		if w = strings.TrimSpace(w); w != "" {
+			c.workspaces.Workspaces = append(c.workspaces.Workspaces, w)
 		}
 	}
 	var err error

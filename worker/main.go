@@ -142,6 +142,7 @@ func run() error {
 		Installation: agentmanifest.Installation{TemporalAddress: cfg.address, TemporalNamespace: cfg.temporalNamespace,
 			TaskQueue: cfg.taskQueue, Version: version.ImageTag()},
 		InstallationKey: cfg.installationKey,
+		Workspaces:      cfg.workspaces,
 		Targets:         activities.TemporalTargets{Client: c},
 	}
 	if cfg.installationKey.IsZero() {
