@@ -36,12 +36,7 @@ func twoAgentClusters(t *testing.T) (inventory.Inventory, api.ClusterTarget, api
 // cluster's key, so the answer opens for that cluster's agent only.
 func TestAPackageIsServedFromTheHeldDesiredStateAndSealedToItsCluster(t *testing.T) {
 	inv, mine, theirs := twoAgentClusters(t)
-	installation, err := agentkey.Generate()
-	require.NoError(t, err)
-	w := managementWorker(t, inv, mine)
-	w.InstallationKey = installation
-	prepared, err := w.Prepare(context.Background(), api.PrepareInput{Target: mine, Generation: 3})
-	require.NoError(t, err)
+	w, installation, prepared := keyedPrepare(t, inv, mine)
 	web := prepared.Bundles[0]
 	require.NotEmpty(t, web.Package)
 	require.NotEmpty(t, prepared.Grant)
@@ -76,12 +71,7 @@ func TestAPackageIsServedFromTheHeldDesiredStateAndSealedToItsCluster(t *testing
 // refused before anything touches the cluster.
 func TestAnAgentRefusesWhatTheManagementSideDidNotGrant(t *testing.T) {
 	inv, mine, _ := twoAgentClusters(t)
-	installation, err := agentkey.Generate()
-	require.NoError(t, err)
-	w := managementWorker(t, inv, mine)
-	w.InstallationKey = installation
-	prepared, err := w.Prepare(context.Background(), api.PrepareInput{Target: mine, Generation: 3})
-	require.NoError(t, err)
+	_, installation, prepared := keyedPrepare(t, inv, mine)
 
 	agent := &Activities{Inventory: fixedInventory(inv), Local: &LocalCluster{Name: "edge-1", Key: installation.ForCluster("", "edge-1"),
 		Store: &content.Store{Dir: t.TempDir()}}}
@@ -98,7 +88,7 @@ func TestAnAgentRefusesWhatTheManagementSideDidNotGrant(t *testing.T) {
 	otherGrant := installation.ForCluster("team-b", "edge-1").Grant(grantPrepared, preparedMessage(mine, 3, prepared.Bundles))
 	requireType(t, apply(prepared.Bundles, 3, otherGrant), api.ErrTypeNotGranted)
 
-	_, err = agent.Uninstall(context.Background(), api.UninstallInput{GitRepo: "shop", Cluster: "edge-1", Generation: 3})
+	_, err := agent.Uninstall(context.Background(), api.UninstallInput{GitRepo: "shop", Cluster: "edge-1", Generation: 3})
 	requireType(t, err, api.ErrTypeNotGranted)
 	_, err = agent.KeepAgent(context.Background(), api.KeepAgentInput{Cluster: "edge-1", Namespace: "cattle-fleet-system", Digest: "x", Manifests: "kind: Pod"})
 	requireType(t, err, api.ErrTypeNotGranted)
@@ -134,6 +124,18 @@ func TestAnAgentsSweepKeepsWhatTheGrantHas(t *testing.T) {
 	require.Equal(t, []api.ReleaseRef{{Bundle: "shop-web", Namespace: "web", Name: "shop-web"}}, s.Releases)
 	require.Equal(t, []string{"shop-api"}, s.KeepBundles)
 	require.Empty(t, (&Activities{}).keptByGrant(api.Sweep{}, prepared.Bundles).Releases, "the management worker sweeps as told")
+}
+
+// keyedPrepare is a management worker with an installation key, and its Prepare of target at generation 3.
+func keyedPrepare(t *testing.T, inv inventory.Inventory, target api.ClusterTarget) (*Activities, agentkey.Key, api.PrepareResult) {
+	t.Helper()
+	installation, err := agentkey.Generate()
+	require.NoError(t, err)
+	w := managementWorker(t, inv, target)
+	w.InstallationKey = installation
+	prepared, err := w.Prepare(context.Background(), api.PrepareInput{Target: target, Generation: 3})
+	require.NoError(t, err)
+	return w, installation, prepared
 }
 
 func requireType(t *testing.T, err error, typ string) {
