@@ -43,6 +43,15 @@ func installationKeyFlag(cmd *cobra.Command, path *string) {
 		"the installation key the workers are given (env FLOTILLA_INSTALLATION_KEY_FILE): the agent gets its cluster's key, derived from it")
 }
 
+// clusterKey is the agent key of cluster name in workspace ws, derived from the installation key in file.
+func clusterKey(file, ws, name string) (agentkey.Key, error) {
+	inst, err := agentkey.Load(file)
+	if err != nil {
+		return agentkey.Key{}, fmt.Errorf("--installation-key-file: %w", err)
+	}
+	return inst.ForCluster(ws, name), nil
+}
+
 func newAgentKeyCmd(g *globals) *cobra.Command {
 	var keyFile string
 	cmd := &cobra.Command{
@@ -54,11 +63,11 @@ func newAgentKeyCmd(g *globals) *cobra.Command {
 			if keyFile == "" {
 				return fmt.Errorf("--installation-key-file (or FLOTILLA_INSTALLATION_KEY_FILE) is required: the file the workers are given")
 			}
-			inst, err := agentkey.Load(keyFile)
+			k, err := clusterKey(keyFile, g.workspace(), args[0])
 			if err != nil {
 				return err
 			}
-			_, err = fmt.Fprintln(cmd.OutOrStdout(), inst.ForCluster(g.workspace(), args[0]).Encode())
+			_, err = fmt.Fprintln(cmd.OutOrStdout(), k.Encode())
 			return err
 		},
 	}
@@ -103,11 +112,11 @@ func newAgentManifestCmd(g *globals) *cobra.Command {
 			}
 			secrets := agentmanifest.Secrets{APIKey: apiKey}
 			if keyFile != "" {
-				inst, err := agentkey.Load(keyFile)
+				k, err := clusterKey(keyFile, g.workspace(), args[0])
 				if err != nil {
-					return fmt.Errorf("--installation-key-file: %w", err)
+					return err
 				}
-				secrets.AgentKey = inst.ForCluster(g.workspace(), args[0]).Encode()
+				secrets.AgentKey = k.Encode()
 			}
 			return g.withInventory(func(_ context.Context, _ client.Client, inv inventory.Inventory) error {
 				out, err := agentManifest(inv, g.workspace(), args[0], g.installation(), secrets)

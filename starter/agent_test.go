@@ -21,6 +21,7 @@ import (
 
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
+	"github.com/flotilla-gitops/flotilla/internal/agentkey"
 	"github.com/flotilla-gitops/flotilla/internal/agentmanifest"
 	"github.com/flotilla-gitops/flotilla/inventory"
 )
@@ -222,4 +223,21 @@ func TestClusterListShowsWhenEachAgentWasLastSeen(t *testing.T) {
 	require.Equal(t, "1.4.0", edge1["agentVersion"])
 	require.NotContains(t, edge2, "lastSeen")
 	require.Equal(t, "permission denied", edge3["agentError"])
+}
+
+// An operator makes the installation key once, gives it to every worker, and derives each agent's key from
+// it: `agent key` prints what `agent manifest --installation-key-file` puts in the agent's Secret.
+func TestTheInstallationKeyAndAnAgentsKey(t *testing.T) {
+	out, _, err := flotilla(t, "installation-key")
+	require.NoError(t, err)
+	inst, err := agentkey.Parse(out, "installation-key's output")
+	require.NoError(t, err)
+	file := filepath.Join(t.TempDir(), "installation.key")
+	require.NoError(t, os.WriteFile(file, []byte(out), 0o600))
+
+	out, _, err = flotilla(t, "agent", "key", "-n", "team-a", "edge", "--installation-key-file", file)
+	require.NoError(t, err)
+	require.Equal(t, inst.ForCluster("team-a", "edge").Encode()+"\n", out)
+	_, _, err = flotilla(t, "agent", "key", "edge")
+	require.ErrorContains(t, err, "--installation-key-file (or FLOTILLA_INSTALLATION_KEY_FILE) is required")
 }
