@@ -41,9 +41,10 @@ func TestEncryptedPayloadsKeepValuesOutOfHistoriesAndTheCodecServerDecodesThem(t
 	})
 	// The values file of `cluster add --values`, which the inventory carries to the worker.
 	s.AddCluster("a", "a", map[string]string{"env": "dev"}, map[string]any{"marker": clusterCanary})
-	// A pull-mode cluster, whose agent reads and writes the same payloads with the same keys.
+	// A pull-mode cluster, whose agent reads and writes the same payloads with the same keys, and takes no
+	// payload in clear: whatever it acts on, the installation's keyring encrypted.
 	s.AddAgentCluster("b", map[string]string{"env": "dev"}, map[string]any{"marker": clusterCanary})
-	s.StartAgent("b", "b", "--codec-key-file", keys)
+	s.StartAgent("b", "b", "--codec-key-file", keys, "--require-encrypted-payloads")
 	s.Apply(harness.GitRepoYAML("sealed", repo.URL(), "  paths: [web]\n  targets: [{clusterSelector: {matchLabels: {env: dev}}}]\n"))
 	st := s.WaitStatus("sealed", 3*time.Minute, "Ready", harness.AllReady)
 	require.Equal(t, 2, st.DesiredReadyClusters)

@@ -22,6 +22,8 @@ const nonceSize = 12 // GCM's standard nonce; random, so a key must not seal any
 // key, and opens a payload with whichever key its metadata names.
 type Codec struct {
 	keys *Keyring
+	// strict refuses payloads in clear (Strict).
+	strict bool
 }
 
 var _ converter.PayloadCodec = (*Codec)(nil)
@@ -36,6 +38,14 @@ func Load(path string) (*Codec, error) {
 		return nil, err
 	}
 	return New(k), nil
+}
+
+// Strict is c refusing every payload it did not encrypt: a process that runs only what its installation
+// sent (an agent, ADR 26) reads nothing queued by a principal of the namespace who lacks the keyring.
+func (c *Codec) Strict() *Codec {
+	strict := *c
+	strict.strict = true
+	return &strict
 }
 
 // Keyring is the codec's keys.
@@ -82,6 +92,10 @@ func (c *Codec) Decode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error
 	out := make([]*commonpb.Payload, len(payloads))
 	for i, p := range payloads {
 		if string(p.GetMetadata()[converter.MetadataEncoding]) != MetadataEncodingEncrypted {
+			if c.strict {
+				return nil, fmt.Errorf("refusing a payload in clear (encoding %q): this process takes only payloads its keyring encrypted "+
+					"(--require-encrypted-payloads)", string(p.GetMetadata()[converter.MetadataEncoding]))
+			}
 			out[i] = p
 			continue
 		}

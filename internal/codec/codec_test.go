@@ -171,3 +171,24 @@ func TestAnIDMayBeADateOrANumber(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"2026-11", "7"}, k.IDs())
 }
+
+// A strict codec reads only what its keyring encrypted: a payload in clear, as anyone without the keyring
+// would queue it, is refused unread; what it encrypted reads back.
+func TestAStrictCodecRefusesPayloadsInClear(t *testing.T) {
+	c := New(keyring(t, "k1", key(1)))
+	strict := c.Strict()
+	clear, err := converter.GetDefaultDataConverter().ToPayloads("apply everything")
+	require.NoError(t, err)
+	_, err = strict.Decode(clear.Payloads)
+	require.ErrorContains(t, err, `refusing a payload in clear (encoding "json/plain")`)
+	_, err = c.Decode(clear.Payloads)
+	require.NoError(t, err, "the default codec passes old payloads through")
+
+	sealed, err := strict.Encode(clear.Payloads)
+	require.NoError(t, err)
+	opened, err := strict.Decode(sealed)
+	require.NoError(t, err)
+	var s string
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(&commonpb.Payloads{Payloads: opened}, &s))
+	require.Equal(t, "apply everything", s)
+}

@@ -19,6 +19,9 @@ import (
 // EnvKeyFile is the environment variable that --codec-key-file defaults from.
 const EnvKeyFile = "FLOTILLA_CODEC_KEY_FILE"
 
+// EnvRequireEncrypted turns on Codec.Strict in every binary (--require-encrypted-payloads).
+const EnvRequireEncrypted = "FLOTILLA_REQUIRE_ENCRYPTED_PAYLOADS"
+
 // KeySize is AES-256's key length in bytes.
 const KeySize = 32
 

@@ -53,3 +53,30 @@ func TestACodecKeyFileMakesTheClientEncryptPayloads(t *testing.T) {
 		})
 	}
 }
+
+// --require-encrypted-payloads refuses payloads in clear, and needs the keyring that reads the others.
+func TestRequiringEncryptedPayloads(t *testing.T) {
+	clearEnv(t)
+	key := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, codec.KeySize))
+	f := filepath.Join(t.TempDir(), "keys.yaml")
+	require.NoError(t, os.WriteFile(f, []byte("keys:\n- id: k1\n  key: "+key+"\n"), 0o600))
+
+	s, err := parseStd(t, "--require-encrypted-payloads")
+	require.NoError(t, err)
+	_, err = s.ClientOptions(nil)
+	require.EqualError(t, err, "--require-encrypted-payloads (or FLOTILLA_REQUIRE_ENCRYPTED_PAYLOADS) needs --codec-key-file: nothing could be read")
+
+	t.Setenv(codec.EnvRequireEncrypted, "true")
+	s, err = parseStd(t, "--codec-key-file", f)
+	require.NoError(t, err)
+	opts, err := s.ClientOptions(nil)
+	require.NoError(t, err)
+	clear, err := converter.GetDefaultDataConverter().ToPayload("queued without the keyring")
+	require.NoError(t, err)
+	var v string
+	require.ErrorContains(t, opts.DataConverter.FromPayload(clear, &v), "refusing a payload in clear")
+	sealed, err := opts.DataConverter.ToPayload("queued by the installation")
+	require.NoError(t, err)
+	require.NoError(t, opts.DataConverter.FromPayload(sealed, &v))
+	require.Equal(t, "queued by the installation", v)
+}

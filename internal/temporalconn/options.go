@@ -56,10 +56,16 @@ func (s Settings) ClientOptions(logger log.Logger) (client.Options, error) {
 		return client.Options{}, err
 	}
 	opts.Credentials = creds
+	if s.RequireEncrypted && s.CodecKeyFile == "" {
+		return client.Options{}, fmt.Errorf("--require-encrypted-payloads (or %s) needs --codec-key-file: nothing could be read", codec.EnvRequireEncrypted)
+	}
 	if s.CodecKeyFile != "" {
 		c, err := codec.Load(s.CodecKeyFile)
 		if err != nil {
 			return client.Options{}, fmt.Errorf("--codec-key-file: %w", err)
+		}
+		if s.RequireEncrypted {
+			c = c.Strict()
 		}
 		opts.DataConverter = c.DataConverter()
 	} else {

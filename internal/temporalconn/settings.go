@@ -63,6 +63,8 @@ type Settings struct {
 	// CodecKeyFile is a keyring (internal/codec): when set, every payload this client writes is encrypted
 	// with its first key and payloads encrypted with any of its keys are read. Read once, at ClientOptions.
 	CodecKeyFile string
+	// RequireEncrypted refuses any payload the keyring did not encrypt (codec.Codec.Strict).
+	RequireEncrypted bool
 
 	// ConnectTimeout bounds Dial's retries of an unreachable server; 0 is DefaultConnectTimeout.
 	ConnectTimeout time.Duration
@@ -118,6 +120,10 @@ func (s *Settings) addFlags(str func(p *string, name, value, usage string), bool
 		"file holding the Temporal API key, re-read when it changes (env "+EnvAPIKeyFile+"; or the key itself in "+EnvAPIKey+", never on the command line)")
 	str(&s.CodecKeyFile, "codec-key-file", os.Getenv(codec.EnvKeyFile),
 		"keyring file: encrypt workflow inputs, results, memos and signals with its first key and decrypt with any (env "+codec.EnvKeyFile+"); worker, agents and CLI need the same file")
+	boolean(s.boolFlag("require-encrypted-payloads", codec.EnvRequireEncrypted, func(v bool) { s.RequireEncrypted = v }, func() string {
+		return fmt.Sprint(s.RequireEncrypted)
+	}), "require-encrypted-payloads", "refuse every payload that --codec-key-file's keys did not encrypt: a task or signal queued by anyone without "+
+		"the keyring is refused unread (env "+codec.EnvRequireEncrypted+"); for agents above all")
 }
 
 // boolFlag reads env now, as the string flags do, and keeps a value that does not parse as an error for

@@ -20,7 +20,7 @@ const secretKey = "tmprl-super-secret-api-key"
 // clearEnv unsets every variable the package reads, so the developer's own Temporal setup cannot leak in.
 func clearEnv(t *testing.T) {
 	t.Helper()
-	for _, k := range []string{EnvTLS, EnvServerCA, EnvClientCert, EnvClientKey, EnvServerName, EnvDisableHostVerification, EnvAPIKey, EnvAPIKeyFile, codec.EnvKeyFile} {
+	for _, k := range []string{EnvTLS, EnvServerCA, EnvClientCert, EnvClientKey, EnvServerName, EnvDisableHostVerification, EnvAPIKey, EnvAPIKeyFile, codec.EnvKeyFile, codec.EnvRequireEncrypted} {
 		t.Setenv(k, "")
 	}
 }
