@@ -22,7 +22,7 @@ var payloads = []any{
 	NotifyGitReposInput{}, NotifyGitReposResult{}, SyncRequest{},
 	GitRepoStatus{}, ClusterStatus{}, BundleStatus{}, Summary{},
 	SetPollingIntervalInput{}, SetPollingIntervalResult{}, ApproveRemovalInput{}, ApproveRemovalResult{},
-	PrepareInput{}, PrepareResult{}, PreparedBundle{}, ReadContentInput{}, ContentChunk{},
+	PrepareInput{}, PrepareResult{}, GrantRemovalInput{}, PreparedBundle{}, ReadContentInput{}, ContentChunk{},
 	AgentWorkflowInput{}, AgentStatus{}, AgentDesiredInput{}, AgentDesired{}, KeepAgentInput{}, KeepAgentResult{},
 }
 
