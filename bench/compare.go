@@ -95,9 +95,11 @@ func verdict(base, cur Spread) string {
 	return "within spread"
 }
 
+// rowKey tells apart the rows one experiment makes (remote-chart-100's chart sources, agents-50x3's ways
+// of reaching a cluster).
 type rowKey struct {
-	experiment, chartSource string
-	clusters, bundles       int
+	experiment, chartSource, clusterAccess string
+	clusters, bundles                      int
 }
 
 type sideSamples struct{ seconds, direct, cpu []float64 }
@@ -139,7 +141,7 @@ func Compare(ctx context.Context, cc CompareConfig) (Comparison, error) {
 					*side.fail = append(*side.fail, fmt.Sprintf("round %d: %s: %s", round, r.Experiment, r.Notes))
 					continue
 				}
-				k := rowKey{r.Experiment, r.ChartSource, r.Clusters, r.Bundles}
+				k := rowKey{r.Experiment, r.ChartSource, r.ClusterAccess, r.Clusters, r.Bundles}
 				s, ok := samples[k]
 				if !ok {
 					s = &[2]sideSamples{}
@@ -161,8 +163,10 @@ func Compare(ctx context.Context, cc CompareConfig) (Comparison, error) {
 			Base: spreadOf(s[0].seconds), New: spreadOf(s[1].seconds),
 			BaseDirect: spreadOf(s[0].direct), NewDirect: spreadOf(s[1].direct),
 			BaseWorkerCPU: spreadOf(s[0].cpu), NewWorkerCPU: spreadOf(s[1].cpu)}
-		if k.chartSource != "" {
-			row.Experiment += " (" + k.chartSource + ")"
+		for _, detail := range []string{k.chartSource, k.clusterAccess} {
+			if detail != "" {
+				row.Experiment += " (" + detail + ")"
+			}
 		}
 		if row.Base.Median > 0 {
 			row.Ratio = round(row.New.Median/row.Base.Median, 2)
