@@ -13,9 +13,9 @@ import (
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/fleet/render"
 	"github.com/flotilla-gitops/flotilla/internal/content"
-	"github.com/flotilla-gitops/flotilla/internal/devenv"
 	"github.com/flotilla-gitops/flotilla/internal/gitcache"
 	"github.com/flotilla-gitops/flotilla/inventory"
+	"github.com/flotilla-gitops/flotilla/tests/env/devenv"
 )
 
 type fixedInventory inventory.Inventory

@@ -10,7 +10,7 @@ import (
 
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
-	"github.com/flotilla-gitops/flotilla/internal/testsrv/fieldvariants"
+	"github.com/flotilla-gitops/flotilla/tests/testsrv/fieldvariants"
 )
 
 // The usual sequence is: a check renders, an apply follows, then checks only. The chart is rendered once

@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/flotilla-gitops/flotilla/api"
-	"github.com/flotilla-gitops/flotilla/internal/devenv"
-	"github.com/flotilla-gitops/flotilla/internal/proc"
+	"github.com/flotilla-gitops/flotilla/tests/env/devenv"
+	"github.com/flotilla-gitops/flotilla/tests/env/proc"
 )
 
 // agents-50x3: the same repository deployed, in the same run, to clusters the worker reaches through

@@ -14,7 +14,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/fleet/bundle"
 	"github.com/flotilla-gitops/flotilla/fleet/render"
-	"github.com/flotilla-gitops/flotilla/internal/testsrv/testchart"
+	"github.com/flotilla-gitops/flotilla/tests/testsrv/testchart"
 )
 
 // The counters come from Prometheus text: labelled and bare series are summed, a metric that merely

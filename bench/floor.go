@@ -15,8 +15,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flotilla-gitops/flotilla/api"
-	"github.com/flotilla-gitops/flotilla/internal/tempdev"
 	"github.com/flotilla-gitops/flotilla/internal/workeropts"
+	"github.com/flotilla-gitops/flotilla/tests/env/tempdev"
 	"github.com/flotilla-gitops/flotilla/workflows"
 )
 

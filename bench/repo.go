@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/flotilla-gitops/flotilla/internal/devenv"
+	"github.com/flotilla-gitops/flotilla/tests/env/devenv"
 )
 
 // payload is the data of every benchmark ConfigMap: about 10 KB of configuration text, the size of the

@@ -24,11 +24,11 @@ import (
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/internal/agentkey"
-	"github.com/flotilla-gitops/flotilla/internal/devenv"
-	"github.com/flotilla-gitops/flotilla/internal/localk8s"
-	"github.com/flotilla-gitops/flotilla/internal/proc"
-	"github.com/flotilla-gitops/flotilla/internal/tempdev"
 	"github.com/flotilla-gitops/flotilla/inventory"
+	"github.com/flotilla-gitops/flotilla/tests/env/devenv"
+	"github.com/flotilla-gitops/flotilla/tests/env/localk8s"
+	"github.com/flotilla-gitops/flotilla/tests/env/proc"
+	"github.com/flotilla-gitops/flotilla/tests/env/tempdev"
 	"github.com/flotilla-gitops/flotilla/workflows"
 )
 

@@ -22,9 +22,9 @@ import (
 	"github.com/flotilla-gitops/flotilla/activities"
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
-	"github.com/flotilla-gitops/flotilla/internal/devenv"
-	"github.com/flotilla-gitops/flotilla/internal/localk8s"
-	"github.com/flotilla-gitops/flotilla/internal/proc"
+	"github.com/flotilla-gitops/flotilla/tests/env/devenv"
+	"github.com/flotilla-gitops/flotilla/tests/env/localk8s"
+	"github.com/flotilla-gitops/flotilla/tests/env/proc"
 	"github.com/flotilla-gitops/flotilla/tests/harness"
 	"github.com/flotilla-gitops/flotilla/workflows"
 )

@@ -18,8 +18,8 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/flotilla-gitops/flotilla/internal/codec"
-	"github.com/flotilla-gitops/flotilla/internal/localk8s"
-	"github.com/flotilla-gitops/flotilla/internal/proc"
+	"github.com/flotilla-gitops/flotilla/tests/env/localk8s"
+	"github.com/flotilla-gitops/flotilla/tests/env/proc"
 	"github.com/flotilla-gitops/flotilla/tests/harness"
 )
 

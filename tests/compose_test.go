@@ -23,10 +23,10 @@ import (
 	"github.com/flotilla-gitops/flotilla/agentclient"
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
-	"github.com/flotilla-gitops/flotilla/internal/devenv"
-	"github.com/flotilla-gitops/flotilla/internal/localk8s"
-	"github.com/flotilla-gitops/flotilla/internal/testsrv/gitserver"
+	"github.com/flotilla-gitops/flotilla/tests/env/devenv"
+	"github.com/flotilla-gitops/flotilla/tests/env/localk8s"
 	"github.com/flotilla-gitops/flotilla/tests/harness"
+	"github.com/flotilla-gitops/flotilla/tests/testsrv/gitserver"
 	"github.com/flotilla-gitops/flotilla/workflows"
 )
 

@@ -14,10 +14,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/flotilla-gitops/flotilla/api"
-	"github.com/flotilla-gitops/flotilla/internal/devenv"
-	"github.com/flotilla-gitops/flotilla/internal/localk8s"
-	"github.com/flotilla-gitops/flotilla/internal/testsrv/gitserver"
+	"github.com/flotilla-gitops/flotilla/tests/env/devenv"
+	"github.com/flotilla-gitops/flotilla/tests/env/localk8s"
 	"github.com/flotilla-gitops/flotilla/tests/harness"
+	"github.com/flotilla-gitops/flotilla/tests/testsrv/gitserver"
 )
 
 // privateRepo creates, under root, a repository holding bundle "cm": ConfigMap "app" (value v) in

@@ -14,9 +14,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-gitops/flotilla/api"
-	"github.com/flotilla-gitops/flotilla/internal/devenv"
-	"github.com/flotilla-gitops/flotilla/internal/localk8s"
-	"github.com/flotilla-gitops/flotilla/internal/proc"
+	"github.com/flotilla-gitops/flotilla/tests/env/devenv"
+	"github.com/flotilla-gitops/flotilla/tests/env/localk8s"
+	"github.com/flotilla-gitops/flotilla/tests/env/proc"
 	"github.com/flotilla-gitops/flotilla/tests/harness"
 )
 

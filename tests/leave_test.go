@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/flotilla-gitops/flotilla/api"
-	"github.com/flotilla-gitops/flotilla/internal/localk8s"
+	"github.com/flotilla-gitops/flotilla/tests/env/localk8s"
 	"github.com/flotilla-gitops/flotilla/tests/harness"
 )
 

@@ -15,9 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flotilla-gitops/flotilla/api"
-	"github.com/flotilla-gitops/flotilla/internal/localk8s"
 	"github.com/flotilla-gitops/flotilla/internal/metrics"
-	"github.com/flotilla-gitops/flotilla/internal/proc"
+	"github.com/flotilla-gitops/flotilla/tests/env/localk8s"
+	"github.com/flotilla-gitops/flotilla/tests/env/proc"
 	"github.com/flotilla-gitops/flotilla/tests/harness"
 )
 

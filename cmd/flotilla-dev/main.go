@@ -12,8 +12,8 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/flotilla-gitops/flotilla/internal/devenv"
 	"github.com/flotilla-gitops/flotilla/internal/envdefault"
+	"github.com/flotilla-gitops/flotilla/tests/env/devenv"
 )
 
 const usage = `usage: flotilla-dev up|down                          (state in $FLOTILLA_DEV_DIR, default ./.run)

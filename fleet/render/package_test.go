@@ -9,7 +9,7 @@ import (
 
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/fleet/bundle"
-	"github.com/flotilla-gitops/flotilla/internal/testsrv/fieldvariants"
+	"github.com/flotilla-gitops/flotilla/tests/testsrv/fieldvariants"
 )
 
 // chartRepo is a chart with templates, defaults overridden by fleet.yaml, a schema, a file read by a

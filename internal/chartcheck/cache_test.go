@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flotilla-gitops/flotilla/agentclient"
-	"github.com/flotilla-gitops/flotilla/internal/testsrv/fieldvariants"
+	"github.com/flotilla-gitops/flotilla/tests/testsrv/fieldvariants"
 )
 
 func TestAChartThatPassedIsNotCheckedAgainOnTheSameClusterAndRevision(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 
-	"github.com/flotilla-gitops/flotilla/internal/testsrv/testchart"
+	"github.com/flotilla-gitops/flotilla/tests/testsrv/testchart"
 )
 
 // A subchart fetched for a Chart.yaml dependency is added to a chart after it was loaded: the child must

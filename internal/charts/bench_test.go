@@ -10,8 +10,8 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 
-	"github.com/flotilla-gitops/flotilla/internal/testsrv/chartrepo"
-	"github.com/flotilla-gitops/flotilla/internal/testsrv/testchart"
+	"github.com/flotilla-gitops/flotilla/tests/testsrv/chartrepo"
+	"github.com/flotilla-gitops/flotilla/tests/testsrv/testchart"
 )
 
 // benchChart is a chart of a realistic size: 40 templates of about 2 KiB.

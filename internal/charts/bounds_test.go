@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/flotilla-gitops/flotilla/internal/testsrv/chartrepo"
+	"github.com/flotilla-gitops/flotilla/tests/testsrv/chartrepo"
 )
 
 // bigIndex is an index.yaml of about size bytes as public repositories write them: many charts, many

@@ -12,8 +12,8 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 
 	"github.com/flotilla-gitops/flotilla/api"
-	"github.com/flotilla-gitops/flotilla/internal/testsrv/chartrepo"
-	"github.com/flotilla-gitops/flotilla/internal/testsrv/testchart"
+	"github.com/flotilla-gitops/flotilla/tests/testsrv/chartrepo"
+	"github.com/flotilla-gitops/flotilla/tests/testsrv/testchart"
 )
 
 // install renders c as `helm install --dry-run` does, which applies alias, condition, tags and

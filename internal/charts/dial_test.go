@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/flotilla-gitops/flotilla/internal/testsrv/testchart"
+	"github.com/flotilla-gitops/flotilla/tests/testsrv/testchart"
 )
 
 // A chart URL, an index's archive URL or a redirect to a loopback, private or link-local address is not

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"helm.sh/helm/v3/pkg/chart"
 
-	"github.com/flotilla-gitops/flotilla/internal/testsrv/chartrepo"
-	"github.com/flotilla-gitops/flotilla/internal/testsrv/testchart"
+	"github.com/flotilla-gitops/flotilla/tests/testsrv/chartrepo"
+	"github.com/flotilla-gitops/flotilla/tests/testsrv/testchart"
 )
 
 const (

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flotilla-gitops/flotilla/api"
-	"github.com/flotilla-gitops/flotilla/internal/testsrv/registry"
-	"github.com/flotilla-gitops/flotilla/internal/testsrv/testchart"
+	"github.com/flotilla-gitops/flotilla/tests/testsrv/registry"
+	"github.com/flotilla-gitops/flotilla/tests/testsrv/testchart"
 )
 
 // startRegistry starts the distribution registry with basic auth and TLS, stopped at cleanup.

@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"helm.sh/helm/v3/pkg/chart"
 
-	"github.com/flotilla-gitops/flotilla/internal/testsrv/chartrepo"
-	"github.com/flotilla-gitops/flotilla/internal/testsrv/testchart"
+	"github.com/flotilla-gitops/flotilla/tests/testsrv/chartrepo"
+	"github.com/flotilla-gitops/flotilla/tests/testsrv/testchart"
 )
 
 // spy is a plain-http chart host of someone else's: it serves the files of a folder and records every

@@ -23,7 +23,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	"sigs.k8s.io/yaml"
 
-	"github.com/flotilla-gitops/flotilla/internal/testsrv/gitserver"
+	"github.com/flotilla-gitops/flotilla/tests/testsrv/gitserver"
 )
 
 const (

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/flotilla-gitops/flotilla/internal/testsrv/gitserver"
+	"github.com/flotilla-gitops/flotilla/tests/testsrv/gitserver"
 )
 
 // A repository on the worker's own disk is refused unless the operator allows it: any workspace could

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-gitops/flotilla/internal/credentials"
-	"github.com/flotilla-gitops/flotilla/internal/testsrv/gitserver"
+	"github.com/flotilla-gitops/flotilla/tests/testsrv/gitserver"
 )
 
 const (

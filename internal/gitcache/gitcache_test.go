@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/flotilla-gitops/flotilla/internal/gitenv"
+	"github.com/flotilla-gitops/flotilla/tests/env/gitenv"
 )
 
 func runGit(t *testing.T, dir string, args ...string) string {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/flotilla-gitops/flotilla/internal/testsrv/testpki"
+	"github.com/flotilla-gitops/flotilla/tests/testsrv/testpki"
 )
 
 // testPKI is testpki's CA, server certificate (for loopback and temporal.test) and a client certificate,

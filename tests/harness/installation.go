@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flotilla-gitops/flotilla/api"
-	"github.com/flotilla-gitops/flotilla/internal/devenv"
+	"github.com/flotilla-gitops/flotilla/tests/env/devenv"
 )
 
 // Installation is one Flotilla installation on the stack's Temporal server: a worker polling TaskQueue,

@@ -24,9 +24,9 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	helmregistry "helm.sh/helm/v3/pkg/registry"
 
-	"github.com/flotilla-gitops/flotilla/internal/proc"
-	"github.com/flotilla-gitops/flotilla/internal/testsrv/testchart"
-	"github.com/flotilla-gitops/flotilla/internal/testsrv/testpki"
+	"github.com/flotilla-gitops/flotilla/tests/env/proc"
+	"github.com/flotilla-gitops/flotilla/tests/testsrv/testchart"
+	"github.com/flotilla-gitops/flotilla/tests/testsrv/testpki"
 )
 
 // Options configure a registry.

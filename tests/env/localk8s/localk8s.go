@@ -20,7 +20,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/flotilla-gitops/flotilla/internal/proc"
+	"github.com/flotilla-gitops/flotilla/tests/env/proc"
 )
 
 //go:embed kwok-stages.yaml

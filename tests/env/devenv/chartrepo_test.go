@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-gitops/flotilla/internal/credentials"
-	"github.com/flotilla-gitops/flotilla/internal/proc"
-	"github.com/flotilla-gitops/flotilla/internal/testsrv/testpki"
+	"github.com/flotilla-gitops/flotilla/tests/env/proc"
+	"github.com/flotilla-gitops/flotilla/tests/testsrv/testpki"
 )
 
 // serveInTest serves r until the returned stop is called, and waits until it answers.

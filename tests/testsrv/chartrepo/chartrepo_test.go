@@ -11,8 +11,8 @@ import (
 	"helm.sh/helm/v3/pkg/repo"
 	"sigs.k8s.io/yaml"
 
-	"github.com/flotilla-gitops/flotilla/internal/testsrv/testchart"
-	"github.com/flotilla-gitops/flotilla/internal/testsrv/testpki"
+	"github.com/flotilla-gitops/flotilla/tests/testsrv/testchart"
+	"github.com/flotilla-gitops/flotilla/tests/testsrv/testpki"
 )
 
 func TestServer(t *testing.T) {

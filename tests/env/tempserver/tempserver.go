@@ -21,8 +21,8 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/flotilla-gitops/flotilla/internal/proc"
-	"github.com/flotilla-gitops/flotilla/internal/testsrv/testpki"
+	"github.com/flotilla-gitops/flotilla/tests/env/proc"
+	"github.com/flotilla-gitops/flotilla/tests/testsrv/testpki"
 )
 
 // Options configure the server.

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/flotilla-gitops/flotilla/internal/gitenv"
+	"github.com/flotilla-gitops/flotilla/tests/env/gitenv"
 )
 
 // gitEnv makes commits reproducible and independent of the user's git configuration.

@@ -19,9 +19,9 @@ import (
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/internal/agentkey"
 	"github.com/flotilla-gitops/flotilla/internal/envdefault"
-	"github.com/flotilla-gitops/flotilla/internal/localk8s"
-	"github.com/flotilla-gitops/flotilla/internal/proc"
-	"github.com/flotilla-gitops/flotilla/internal/tempdev"
+	"github.com/flotilla-gitops/flotilla/tests/env/localk8s"
+	"github.com/flotilla-gitops/flotilla/tests/env/proc"
+	"github.com/flotilla-gitops/flotilla/tests/env/tempdev"
 )
 
 // Options configure the local stack.

@@ -18,10 +18,10 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/flotilla-gitops/flotilla/internal/proc"
-	"github.com/flotilla-gitops/flotilla/internal/testsrv/chartrepo"
-	"github.com/flotilla-gitops/flotilla/internal/testsrv/testchart"
-	"github.com/flotilla-gitops/flotilla/internal/testsrv/testpki"
+	"github.com/flotilla-gitops/flotilla/tests/env/proc"
+	"github.com/flotilla-gitops/flotilla/tests/testsrv/chartrepo"
+	"github.com/flotilla-gitops/flotilla/tests/testsrv/testchart"
+	"github.com/flotilla-gitops/flotilla/tests/testsrv/testpki"
 )
 
 const (

@@ -21,7 +21,7 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
-	"github.com/flotilla-gitops/flotilla/internal/proc"
+	"github.com/flotilla-gitops/flotilla/tests/env/proc"
 )
 
 // Options configure the server. Zero ports mean free loopback ports.

@@ -25,7 +25,7 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/repo"
 
-	"github.com/flotilla-gitops/flotilla/internal/testsrv/testpki"
+	"github.com/flotilla-gitops/flotilla/tests/testsrv/testpki"
 )
 
 // Options configure a Server.

@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/flotilla-gitops/flotilla/internal/testsrv/testpki"
+	"github.com/flotilla-gitops/flotilla/tests/testsrv/testpki"
 )
 
 // HTTPS serves the repositories of a folder with git's smart HTTP protocol over TLS, behind basic auth.

@@ -15,7 +15,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 
-	"github.com/flotilla-gitops/flotilla/internal/gitenv"
+	"github.com/flotilla-gitops/flotilla/tests/env/gitenv"
 )
 
 // SSH serves the repositories of a folder over SSH: git-upload-pack for an exec request of an
