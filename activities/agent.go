@@ -11,9 +11,9 @@ import (
 	"github.com/flotilla-gitops/flotilla/agentclient"
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
-	"github.com/flotilla-gitops/flotilla/fleet/render"
 	"github.com/flotilla-gitops/flotilla/internal/agentkey"
 	"github.com/flotilla-gitops/flotilla/internal/content"
+	"github.com/flotilla-gitops/flotilla/render"
 )
 
 // LocalCluster is the one cluster a flotilla-agent runs in and applies to (pull mode, ADR 22).

@@ -11,9 +11,9 @@ import (
 	"github.com/flotilla-gitops/flotilla/agentclient"
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
-	"github.com/flotilla-gitops/flotilla/fleet/render"
 	"github.com/flotilla-gitops/flotilla/internal/chartcheck"
 	"github.com/flotilla-gitops/flotilla/internal/metrics"
+	"github.com/flotilla-gitops/flotilla/render"
 )
 
 // Apply performs the decided release actions. Each action first re-checks that the bundle still renders

@@ -4,8 +4,8 @@ import (
 	"context"
 
 	"github.com/flotilla-gitops/flotilla/api"
-	"github.com/flotilla-gitops/flotilla/fleet/render"
 	"github.com/flotilla-gitops/flotilla/internal/chartload"
+	"github.com/flotilla-gitops/flotilla/render"
 )
 
 // chartLoader is render's ChartLoader within one activity; nil when the worker fetches no charts.

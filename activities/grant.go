@@ -11,8 +11,8 @@ import (
 
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
-	"github.com/flotilla-gitops/flotilla/fleet/render"
 	"github.com/flotilla-gitops/flotilla/internal/agentkey"
+	"github.com/flotilla-gitops/flotilla/render"
 )
 
 // What binds an agent to its own cluster (ADR 26). The management side holds the installation key; every

@@ -5,7 +5,7 @@ import (
 
 	"github.com/flotilla-gitops/flotilla/agentclient"
 	"github.com/flotilla-gitops/flotilla/api"
-	"github.com/flotilla-gitops/flotilla/fleet/render"
+	"github.com/flotilla-gitops/flotilla/render"
 )
 
 // A release that exists under a bundle's name may belong to someone else: another GitRepo (one of the same

@@ -8,7 +8,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/agentclient"
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
-	"github.com/flotilla-gitops/flotilla/fleet/render"
+	"github.com/flotilla-gitops/flotilla/render"
 )
 
 func liveRelease(labels map[string]string) agentclient.ReleaseState {

@@ -6,10 +6,10 @@ import (
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/fleet/plan"
-	"github.com/flotilla-gitops/flotilla/fleet/render"
 	"github.com/flotilla-gitops/flotilla/fleet/target"
 	"github.com/flotilla-gitops/flotilla/internal/chartload"
 	"github.com/flotilla-gitops/flotilla/internal/charts"
+	"github.com/flotilla-gitops/flotilla/render"
 )
 
 // lockCharts resolves, once per plan, every chart source the bundles deploy from outside the repository

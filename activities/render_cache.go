@@ -13,9 +13,9 @@ import (
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/fleet/bundle"
-	"github.com/flotilla-gitops/flotilla/fleet/render"
 	"github.com/flotilla-gitops/flotilla/fleet/tmpl"
 	"github.com/flotilla-gitops/flotilla/internal/chartload"
+	"github.com/flotilla-gitops/flotilla/render"
 )
 
 // renderCache keeps the last rendering of each (commit, bundle, cluster entry): idle checks render once,

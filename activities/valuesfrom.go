@@ -8,7 +8,7 @@ import (
 
 	"github.com/flotilla-gitops/flotilla/agentclient"
 	"github.com/flotilla-gitops/flotilla/api"
-	"github.com/flotilla-gitops/flotilla/fleet/render"
+	"github.com/flotilla-gitops/flotilla/render"
 )
 
 // renderOn renders a bundle for the cluster as render does, then reads its valuesFrom sources on the

@@ -13,7 +13,7 @@ import (
 
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/fleet/bundle"
-	"github.com/flotilla-gitops/flotilla/fleet/render"
+	"github.com/flotilla-gitops/flotilla/render"
 	"github.com/flotilla-gitops/flotilla/tests/testsrv/testchart"
 )
 

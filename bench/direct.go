@@ -10,9 +10,9 @@ import (
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/fleet/bundle"
-	"github.com/flotilla-gitops/flotilla/fleet/render"
 	"github.com/flotilla-gitops/flotilla/internal/gitcache"
 	"github.com/flotilla-gitops/flotilla/internal/parallel"
+	"github.com/flotilla-gitops/flotilla/render"
 )
 
 // Concurrency the direct baseline shares with the worker: clusters at once (the rollout window, and the

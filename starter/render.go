@@ -17,9 +17,9 @@ import (
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/fleet/bundle"
 	"github.com/flotilla-gitops/flotilla/fleet/plan"
-	"github.com/flotilla-gitops/flotilla/fleet/render"
 	"github.com/flotilla-gitops/flotilla/fleet/target"
 	"github.com/flotilla-gitops/flotilla/internal/chartload"
+	"github.com/flotilla-gitops/flotilla/render"
 )
 
 // renderFlags are the flags of `flotilla render`: a folder previewed for a described cluster, or a GitRepo

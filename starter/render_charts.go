@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 
 	"github.com/flotilla-gitops/flotilla/api"
-	"github.com/flotilla-gitops/flotilla/fleet/render"
 	"github.com/flotilla-gitops/flotilla/internal/chartload"
 	"github.com/flotilla-gitops/flotilla/internal/charts"
+	"github.com/flotilla-gitops/flotilla/render"
 )
 
 // chartInfo is the remote chart a bundle deploys. JSON names are a contract (`render -o json`).

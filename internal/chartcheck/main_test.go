@@ -61,7 +61,7 @@ func chartWith(t *testing.T, tpl string) *chart.Chart {
 }
 
 // install is a first install of c on cluster edge-1; the deployment ID stands for c's files and the values,
-// as fleet/render's does.
+// as render's does.
 func install(c *chart.Chart, values map[string]any) Request {
 	h := sha256.New()
 	for _, f := range c.Raw {

@@ -88,7 +88,7 @@ func chartFiles(c *chart.Chart) ([]chartFile, error) {
 	return files, nil
 }
 
-// loadChart rebuilds the chart from its files exactly as fleet/render loaded it.
+// loadChart rebuilds the chart from its files exactly as render loaded it.
 func (r childRequest) loadChart() (*chart.Chart, error) {
 	files := make([]*loader.BufferedFile, len(r.Files))
 	for i, f := range r.Files {

@@ -110,7 +110,7 @@ func TestATemplateErrorNamesTheChartAndIsNoLimit(t *testing.T) {
 	require.False(t, errors.As(err, &le))
 }
 
-// Manifests and kustomize output travel in an empty chart (fleet/render's emptyChart): nothing to render,
+// Manifests and kustomize output travel in an empty chart (render's emptyChart): nothing to render,
 // so no child is started.
 func TestAChartWithoutTemplatesIsNotChecked(t *testing.T) {
 	c := newTestChecker(t, DefaultLimits())

@@ -14,9 +14,9 @@ import (
 
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
-	"github.com/flotilla-gitops/flotilla/fleet/render"
 	"github.com/flotilla-gitops/flotilla/internal/charts"
 	"github.com/flotilla-gitops/flotilla/internal/credentials"
+	"github.com/flotilla-gitops/flotilla/render"
 )
 
 // Secrets resolves a GitRepo's helmSecretName on the worker's side only (its credentials store):
