@@ -15,7 +15,7 @@ import (
 
 func exampleCluster(t *testing.T, env string) fleet.ClusterInfo {
 	var values map[string]any
-	data, err := os.ReadFile(filepath.Join("..", "..", "examples", "clusters", env+".yaml"))
+	data, err := os.ReadFile(filepath.Join("..", "examples", "clusters", env+".yaml"))
 	require.NoError(t, err)
 	require.NoError(t, yaml.Unmarshal(data, &values))
 	return fleet.ClusterInfo{Name: env, Namespace: "fleet-default", Labels: map[string]string{"env": env}, TemplateValues: values}
@@ -23,7 +23,7 @@ func exampleCluster(t *testing.T, env string) fleet.ClusterInfo {
 
 // The example repository renders per environment: templated values, a prod overlay, kustomize overlays.
 func TestExampleRepositoryRendersPerEnvironment(t *testing.T) {
-	root, _ := filepath.Abs(filepath.Join("..", "..", "examples", "repo"))
+	root, _ := filepath.Abs(filepath.Join("..", "examples", "repo"))
 	refs, err := bundle.Discover(root, "example", []string{"guestbook", "config", "podinfo-kustomize"})
 	require.NoError(t, err)
 	require.Len(t, refs, 3)
