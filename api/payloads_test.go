@@ -24,6 +24,7 @@ var payloads = []any{
 	SetPollingIntervalInput{}, SetPollingIntervalResult{}, ApproveRemovalInput{}, ApproveRemovalResult{},
 	PrepareInput{}, PrepareResult{}, GrantRemovalInput{}, PreparedBundle{}, ReadContentInput{}, ContentChunk{},
 	AgentWorkflowInput{}, AgentStatus{}, AgentDesiredInput{}, AgentDesired{}, KeepAgentInput{}, KeepAgentResult{},
+	GitRepoInput{}, RunOptions{}, ClusterWorkflowInput{}, DesiredUpdate{}, RemoveRequest{}, ClusterReport{}, InventoryInput{},
 }
 
 // Recorded histories hold these payloads and scripts parse `flotilla status -o json`: a renamed JSON key,

@@ -21,7 +21,6 @@ import (
 
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
-	"github.com/flotilla-gitops/flotilla/workflows"
 )
 
 // Targets from the issue, printed beside the measured values.
@@ -112,7 +111,7 @@ func (e *env) deploy(ctx context.Context, dc deployCase) (Result, *run, error) {
 			r.stop()
 		}
 	}()
-	in := workflows.GitRepoInput{
+	in := api.GitRepoInput{
 		GitRepo: fleet.GitRepo{Metadata: fleet.ObjectMeta{Name: dc.tag}, Spec: fleet.GitRepoSpec{
 			Repo: "file://" + repoDir, Branch: "main", Paths: []string{"bundles"}, PollingInterval: defaultGitRepoPollInterval,
 			HelmSecretName: dc.helmSecretName,
@@ -123,7 +122,7 @@ func (e *env) deploy(ctx context.Context, dc deployCase) (Result, *run, error) {
 		in.Spec.TargetNamespace = "bmf-" + dc.tag
 	}
 	if dc.checkInterval > 0 {
-		in.Flotilla = &workflows.RunOptions{CheckInterval: dc.checkInterval.String()}
+		in.Flotilla = &api.RunOptions{CheckInterval: dc.checkInterval.String()}
 	}
 	timeout := dc.timeout
 	if timeout == 0 {

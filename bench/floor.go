@@ -17,7 +17,6 @@ import (
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/internal/workeropts"
 	"github.com/flotilla-gitops/flotilla/tests/env/tempdev"
-	"github.com/flotilla-gitops/flotilla/workflows"
 )
 
 // The orchestration floor: Flotilla's workflow shape with nothing inside. A parent starts one child per
@@ -121,7 +120,7 @@ func (e *env) orchestrationFloor(ctx context.Context, n int) (Result, error) {
 		return res, err
 	}
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: fmt.Sprintf("floor-%d", n), TaskQueue: floorTaskQueue},
-		FloorParent, FloorInput{Clusters: n, Window: workflows.DefaultRolloutWindow})
+		FloorParent, FloorInput{Clusters: n, Window: api.DefaultRolloutWindow})
 	if err != nil {
 		return res, err
 	}

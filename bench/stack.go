@@ -29,7 +29,6 @@ import (
 	"github.com/flotilla-gitops/flotilla/tests/env/localk8s"
 	"github.com/flotilla-gitops/flotilla/tests/env/proc"
 	"github.com/flotilla-gitops/flotilla/tests/env/tempdev"
-	"github.com/flotilla-gitops/flotilla/workflows"
 )
 
 // env is what every experiment shares: one etcd and a pool of real kube-apiservers (apiserver-only
@@ -222,7 +221,7 @@ func (e *env) startRun(ctx context.Context, name string, clusters []benchCluster
 		inv.UpsertCluster(fleet.Cluster{Metadata: fleet.ObjectMeta{Name: bc.Name, Labels: labels}, Spec: spec})
 	}
 	if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: api.InventoryWorkflowID(api.DefaultTaskQueue), TaskQueue: api.DefaultTaskQueue},
-		workflows.InventoryWorkflow, workflows.InventoryInput{Inventory: &inv}); err != nil {
+		api.InventoryWorkflowType, api.InventoryInput{Inventory: &inv}); err != nil {
 		r.stop()
 		return nil, fmt.Errorf("starting the inventory with %d clusters: %w", len(clusters), err)
 	}
@@ -353,7 +352,7 @@ func (r *run) stop() {
 }
 
 // startGitRepo starts a GitRepo workflow as `flotilla apply` would.
-func (r *run) startGitRepo(ctx context.Context, in workflows.GitRepoInput) error {
+func (r *run) startGitRepo(ctx context.Context, in api.GitRepoInput) error {
 	_, err := r.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: api.GitRepoWorkflowID(in.Metadata.Name), TaskQueue: api.DefaultTaskQueue,
 	}, api.GitRepoWorkflowType, in)

@@ -18,7 +18,6 @@ import (
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/inventory"
-	"github.com/flotilla-gitops/flotilla/workflows"
 )
 
 func newApplyCmd(g *globals) *cobra.Command {
@@ -198,7 +197,7 @@ func changeMessage(kind, name string, res inventory.ChangeResult) string {
 // the new spec.
 func (g *globals) applyGitRepo(ctx context.Context, c client.Client, gr fleet.GitRepo) (string, error) {
 	gr.APIVersion, gr.Kind = fleet.APIVersion, fleet.KindGitRepo
-	if err := workflows.ValidateGitRepo(gr); err != nil {
+	if err := fleet.ValidateGitRepo(gr); err != nil {
 		return "", err
 	}
 	key := api.KeyOf(gr.Metadata.Namespace, gr.Metadata.Name)
@@ -215,7 +214,7 @@ func (g *globals) applyGitRepo(ctx context.Context, c client.Client, gr fleet.Gi
 		client.StartWorkflowOptions{
 			TaskQueue:     g.taskQueue,
 			StaticSummary: summary,
-		}, workflows.GitRepoWorkflow, workflows.GitRepoInput{GitRepo: gr, Workspace: key.PayloadNamespace()})
+		}, api.GitRepoWorkflowType, api.GitRepoInput{GitRepo: gr, Workspace: key.PayloadNamespace()})
 	if err != nil {
 		return "", err
 	}
@@ -229,7 +228,7 @@ func (g *globals) updateInventory(ctx context.Context, c client.Client, update s
 		TaskQueue:                g.taskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		StaticSummary:            "Flotilla cluster inventory",
-	}, workflows.InventoryWorkflow, workflows.InventoryInput{})
+	}, api.InventoryWorkflowType, api.InventoryInput{})
 	if err != nil {
 		return inventory.ChangeResult{}, fmt.Errorf("starting the inventory: %w", err)
 	}

@@ -19,7 +19,6 @@ import (
 	"github.com/flotilla-gitops/flotilla/internal/searchattr"
 	"github.com/flotilla-gitops/flotilla/internal/visibility"
 	"github.com/flotilla-gitops/flotilla/inventory"
-	"github.com/flotilla-gitops/flotilla/workflows"
 )
 
 // A cluster leaves in two steps (ADR 16). The inventory first marks it leaving: no GitRepo targets it any
@@ -296,7 +295,7 @@ func (w *leaveWaiter) holders() ([]holder, error) {
 			return nil
 		}
 		if !w.told[id] {
-			req := workflows.RemoveRequest{Forget: w.cluster.KeepWorkloads}
+			req := api.RemoveRequest{Forget: w.cluster.KeepWorkloads}
 			if err := w.c.SignalWorkflow(ctx, id, "", api.SignalRemove, req); err != nil {
 				return fmt.Errorf("workflow %s: %w", id, err)
 			}

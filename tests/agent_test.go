@@ -15,7 +15,6 @@ import (
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/tests/env/localk8s"
 	"github.com/flotilla-gitops/flotilla/tests/harness"
-	"github.com/flotilla-gitops/flotilla/workflows"
 )
 
 // One GitRepo over a cluster the worker reaches with a kubeconfig and two clusters that only their own
@@ -29,13 +28,13 @@ func TestAgentClustersDeployBesideKubeconfigClustersAndFailAlone(t *testing.T) {
 	s.AddAgentCluster("e2", map[string]string{"site": "edge"}, fqdnValues(""))
 	s.StartAgent("e1", "e1")
 	s.StartAgent("e2", "e2")
-	s.StartGitRepo(workflows.GitRepoInput{
+	s.StartGitRepo(api.GitRepoInput{
 		GitRepo: fleet.GitRepo{Metadata: fleet.ObjectMeta{Name: "mixed"}, Spec: fleet.GitRepoSpec{
 			Repo: repo.URL(), Branch: "main", PollingInterval: "1s",
 			Targets: []fleet.GitTarget{{ClusterSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 				{Key: "site", Operator: metav1.LabelSelectorOpExists}}}}},
 		}},
-		Flotilla: &workflows.RunOptions{CheckInterval: "2s"},
+		Flotilla: &api.RunOptions{CheckInterval: "2s"},
 	})
 
 	st := s.WaitStatus("mixed", 2*time.Minute, "k and e1 Ready, e2 failing on its own", func(st api.GitRepoStatus) bool {
@@ -98,12 +97,12 @@ func TestAnAgentAwayForThreeCommitsConvergesOnceAndSurvivesAKill(t *testing.T) {
 	s.AddAgentCluster("e", map[string]string{"fleet": "yes"}, nil)
 	// One bundle at a time makes an apply long enough to be interrupted.
 	agent := s.StartAgent("e", "e", "--bundle-concurrency", "1")
-	s.StartGitRepo(workflows.GitRepoInput{
+	s.StartGitRepo(api.GitRepoInput{
 		GitRepo: fleet.GitRepo{Metadata: fleet.ObjectMeta{Name: "away"}, Spec: fleet.GitRepoSpec{
 			Repo: repo.URL(), Branch: "main", PollingInterval: "1s", Paths: []string{"bundles"},
 			Targets: []fleet.GitTarget{{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"fleet": "yes"}}}},
 		}},
-		Flotilla: &workflows.RunOptions{CheckInterval: "2s"},
+		Flotilla: &api.RunOptions{CheckInterval: "2s"},
 	})
 	s.WaitStatus("away", 2*time.Minute, "both clusters Ready", harness.AllReady)
 
@@ -233,12 +232,12 @@ func TestTwoWorkersShareTheWorkAndEitherServesAnAgent(t *testing.T) {
 	s.AddCluster("k", "k", map[string]string{"fleet": "yes"}, nil)
 	s.AddAgentCluster("e", map[string]string{"fleet": "yes"}, nil)
 	s.StartAgent("e", "e")
-	s.StartGitRepo(workflows.GitRepoInput{
+	s.StartGitRepo(api.GitRepoInput{
 		GitRepo: fleet.GitRepo{Metadata: fleet.ObjectMeta{Name: "shared"}, Spec: fleet.GitRepoSpec{
 			Repo: repo.URL(), Branch: "main", PollingInterval: "1s", Paths: []string{"bundles"},
 			Targets: []fleet.GitTarget{{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"fleet": "yes"}}}},
 		}},
-		Flotilla: &workflows.RunOptions{CheckInterval: "2s"},
+		Flotilla: &api.RunOptions{CheckInterval: "2s"},
 	})
 	s.WaitStatus("shared", 2*time.Minute, "both clusters Ready", harness.AllReady)
 

@@ -26,7 +26,6 @@ import (
 	"github.com/flotilla-gitops/flotilla/tests/env/localk8s"
 	"github.com/flotilla-gitops/flotilla/tests/env/proc"
 	"github.com/flotilla-gitops/flotilla/tests/harness"
-	"github.com/flotilla-gitops/flotilla/workflows"
 )
 
 // Two agent-mode clusters, each with its own agent and key (ADR 26). Anyone holding the Temporal namespace's
@@ -39,11 +38,11 @@ func TestAnAgentReachesOnlyItsOwnClustersPackagesAndTasks(t *testing.T) {
 	s.AddAgentCluster("e2", map[string]string{"site": "edge"}, fqdnValues("e2.example"))
 	genuine := s.StartAgent("e1", "e1")
 	s.StartAgent("e2", "e2")
-	s.StartGitRepo(workflows.GitRepoInput{
+	s.StartGitRepo(api.GitRepoInput{
 		GitRepo: fleet.GitRepo{Metadata: fleet.ObjectMeta{Name: "edge"}, Spec: fleet.GitRepoSpec{
 			Repo: repo.URL(), Branch: "main", PollingInterval: "1s", Targets: []fleet.GitTarget{{ClusterGroup: "default"}},
 		}},
-		Flotilla: &workflows.RunOptions{CheckInterval: "2s"},
+		Flotilla: &api.RunOptions{CheckInterval: "2s"},
 	})
 	s.WaitStatus("edge", 2*time.Minute, "e1 and e2 Ready", func(st api.GitRepoStatus) bool {
 		return harness.AllReady(st) && st.DesiredReadyClusters == 2

@@ -27,7 +27,6 @@ import (
 	"github.com/flotilla-gitops/flotilla/tests/env/localk8s"
 	"github.com/flotilla-gitops/flotilla/tests/harness"
 	"github.com/flotilla-gitops/flotilla/tests/testsrv/gitserver"
-	"github.com/flotilla-gitops/flotilla/workflows"
 )
 
 // The stack users run with `docker-compose up` (PostgreSQL, the Temporal server on it with its schema set
@@ -114,13 +113,13 @@ func TestTheComposedStackRollsOutThroughAWorkerKillAndARestartedDatabase(t *test
 	require.NoError(t, err)
 	defer c.Close()
 	// One cluster at a time, so that the rollout is still under way when a worker is killed.
-	in := workflows.GitRepoInput{
+	in := api.GitRepoInput{
 		GitRepo: fleet.GitRepo{Metadata: fleet.ObjectMeta{Name: "composed"}, Spec: fleet.GitRepoSpec{
 			Repo: git.RepoURL("fleet"), Branch: "main", Paths: []string{"bundles"}, PollingInterval: "1s",
 			ClientSecretName: "git", CABundle: git.CA,
 			Targets: []fleet.GitTarget{{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "edge"}}}},
 		}},
-		Flotilla: &workflows.RunOptions{RolloutWindow: 1, CheckInterval: "2s"},
+		Flotilla: &api.RunOptions{RolloutWindow: 1, CheckInterval: "2s"},
 	}
 	_, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: api.GitRepoWorkflowID("composed"), TaskQueue: api.DefaultTaskQueue},
 		api.GitRepoWorkflowType, in)

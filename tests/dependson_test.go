@@ -18,7 +18,6 @@ import (
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/tests/env/localk8s"
 	"github.com/flotilla-gitops/flotilla/tests/harness"
-	"github.com/flotilla-gitops/flotilla/workflows"
 )
 
 // Bundle names as Fleet generates them for GitRepo "multi" and paths [helm-multi-chart].
@@ -194,11 +193,11 @@ spec:
 	repo := s.NewRepo(files)
 	// A check interval far beyond the test's timeouts: only the checks of a cluster whose bundle waits
 	// for a dependency can make the app follow its CRD bundle in time.
-	s.StartGitRepo(workflows.GitRepoInput{
+	s.StartGitRepo(api.GitRepoInput{
 		GitRepo: fleet.GitRepo{Metadata: fleet.ObjectMeta{Name: "multi"}, Spec: fleet.GitRepoSpec{Repo: repo.URL(), Branch: "main",
 			PollingInterval: "1s", Paths: []string{"helm-multi-chart"}, HelmSecretName: helmSecret,
 			Targets: []fleet.GitTarget{{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}}}}},
-		Flotilla: &workflows.RunOptions{CheckInterval: "10m"},
+		Flotilla: &api.RunOptions{CheckInterval: "10m"},
 	})
 
 	// Everywhere the app waits, and nothing of it is installed.

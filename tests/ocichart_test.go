@@ -19,7 +19,6 @@ import (
 	"github.com/flotilla-gitops/flotilla/tests/testsrv/chartrepo"
 	"github.com/flotilla-gitops/flotilla/tests/testsrv/registry"
 	"github.com/flotilla-gitops/flotilla/tests/testsrv/testchart"
-	"github.com/flotilla-gitops/flotilla/workflows"
 )
 
 const registryPassword = "registry-pa55word"
@@ -62,12 +61,12 @@ func TestChartsFromAnOCIRegistryWithDependencies(t *testing.T) {
 		"gone/fleet.yaml":             fmt.Sprintf("helm:\n  chart: %s/gone-1.0.0.tgz\n  releaseName: gone\n", files.URL),
 		"html/fleet.yaml":             fmt.Sprintf("helm:\n  chart: %s/notachart.tgz\n  releaseName: html\n", files.URL),
 	})
-	s.StartGitRepo(workflows.GitRepoInput{
+	s.StartGitRepo(api.GitRepoInput{
 		GitRepo: fleet.GitRepo{Metadata: fleet.ObjectMeta{Name: "oci"}, Spec: fleet.GitRepoSpec{Repo: git.URL(), Branch: "main",
 			PollingInterval: "1s", HelmSecretName: "registry", HelmRepoURLRegex: "^oci://",
 			CABundle: append(append([]byte{}, reg.CAPEM...), files.CAPEM...),
 			Targets:  []fleet.GitTarget{{ClusterSelector: &metav1.LabelSelector{}}}}},
-		Flotilla: &workflows.RunOptions{CheckInterval: "2s"},
+		Flotilla: &api.RunOptions{CheckInterval: "2s"},
 	})
 	st := s.WaitStatus("oci", 3*time.Minute, "app and web Ready, the three broken bundles failing", func(st api.GitRepoStatus) bool {
 		one, _ := harness.Cluster(st, "one")

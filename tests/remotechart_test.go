@@ -17,7 +17,6 @@ import (
 	"github.com/flotilla-gitops/flotilla/tests/harness"
 	"github.com/flotilla-gitops/flotilla/tests/testsrv/chartrepo"
 	"github.com/flotilla-gitops/flotilla/tests/testsrv/testchart"
-	"github.com/flotilla-gitops/flotilla/workflows"
 )
 
 const chartRepoPassword = "chart-repo-pa55word"
@@ -60,10 +59,10 @@ func TestChartFromHelmRepositoryFollowsItsConstraint(t *testing.T) {
 			"  values:\n    message: ${ .ClusterValues.greeting }\n", repo.URL),
 		"plain/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: plain\ndata:\n  ok: \"yes\"\n",
 	})
-	s.StartGitRepo(workflows.GitRepoInput{
+	s.StartGitRepo(api.GitRepoInput{
 		GitRepo: fleet.GitRepo{Metadata: fleet.ObjectMeta{Name: "charts"}, Spec: fleet.GitRepoSpec{Repo: git.URL(), Branch: "main",
 			PollingInterval: "1s", HelmSecretName: "charts", Targets: []fleet.GitTarget{{ClusterSelector: &metav1.LabelSelector{}}}}},
-		Flotilla: &workflows.RunOptions{CheckInterval: "2s"},
+		Flotilla: &api.RunOptions{CheckInterval: "2s"},
 	})
 	webAt := func(st api.GitRepoStatus, cluster, version string) bool {
 		return chartReadyAt(st, cluster, "charts-web", version)

@@ -16,7 +16,6 @@ import (
 	"github.com/flotilla-gitops/flotilla/tests/env/devenv"
 	"github.com/flotilla-gitops/flotilla/tests/env/localk8s"
 	"github.com/flotilla-gitops/flotilla/tests/harness"
-	"github.com/flotilla-gitops/flotilla/workflows"
 )
 
 var metav1GetOptions = metav1.GetOptions{}
@@ -53,12 +52,12 @@ func TestWorkerKilledMidFanOutConvergesWithoutExtraRevisions(t *testing.T) {
 		head := ""
 		if commitNo == 0 {
 			// A window of one cluster at a time makes the fan-out long enough to interrupt.
-			s.StartGitRepo(workflows.GitRepoInput{
+			s.StartGitRepo(api.GitRepoInput{
 				GitRepo: fleet.GitRepo{Metadata: fleet.ObjectMeta{Name: "crash"}, Spec: fleet.GitRepoSpec{
 					Repo: repo.URL(), Branch: "main", PollingInterval: "1s", Paths: []string{"bundles"},
 					Targets: []fleet.GitTarget{{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"fleet": "yes"}}}},
 				}},
-				Flotilla: &workflows.RunOptions{RolloutWindow: 1},
+				Flotilla: &api.RunOptions{RolloutWindow: 1},
 			})
 		} else {
 			head = repo.Commit(configMapBundles(bundles, version), "two")

@@ -15,7 +15,6 @@ import (
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/tests/env/localk8s"
 	"github.com/flotilla-gitops/flotilla/tests/harness"
-	"github.com/flotilla-gitops/flotilla/workflows"
 )
 
 // seedBundle is 10 ConfigMaps and a Deployment: 11 objects.
@@ -42,14 +41,14 @@ spec:
 	}
 }
 
-func seedGitRepo(repo string, correct bool) workflows.GitRepoInput {
+func seedGitRepo(repo string, correct bool) api.GitRepoInput {
 	spec := fleet.GitRepoSpec{Repo: repo, Branch: "main", PollingInterval: "1s", Paths: []string{"seed"},
 		Targets: []fleet.GitTarget{{ClusterName: "a"}}}
 	if correct {
 		spec.CorrectDrift = &fleet.CorrectDrift{Enabled: true}
 	}
-	return workflows.GitRepoInput{GitRepo: fleet.GitRepo{Metadata: fleet.ObjectMeta{Name: "seed"}, Spec: spec},
-		Flotilla: &workflows.RunOptions{CheckInterval: "1s", ResyncInterval: "3s"}}
+	return api.GitRepoInput{GitRepo: fleet.GitRepo{Metadata: fleet.ObjectMeta{Name: "seed"}, Spec: spec},
+		Flotilla: &api.RunOptions{CheckInterval: "1s", ResyncInterval: "3s"}}
 }
 
 func seedCluster(st api.GitRepoStatus) api.ClusterStatus {

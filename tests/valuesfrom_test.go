@@ -17,7 +17,6 @@ import (
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/tests/env/localk8s"
 	"github.com/flotilla-gitops/flotilla/tests/harness"
-	"github.com/flotilla-gitops/flotilla/workflows"
 )
 
 // valuesFromBundle is a chart bundle "web" that takes values from its cluster: the ConfigMap web-config
@@ -94,10 +93,10 @@ func TestValuesFromAreReadOnEachClusterAndNeverLeaveIt(t *testing.T) {
 		confinedCluster(s, c, "a")
 	}
 	repo := s.NewRepo(valuesFromBundle())
-	s.StartGitRepo(workflows.GitRepoInput{
+	s.StartGitRepo(api.GitRepoInput{
 		GitRepo: fleet.GitRepo{Metadata: fleet.ObjectMeta{Name: "vf"}, Spec: fleet.GitRepoSpec{Repo: repo.URL(), Branch: "main",
 			PollingInterval: "1s", Targets: []fleet.GitTarget{{ClusterSelector: &metav1.LabelSelector{}}}}},
-		Flotilla: &workflows.RunOptions{CheckInterval: "2s"},
+		Flotilla: &api.RunOptions{CheckInterval: "2s"},
 	})
 
 	const missing = `bundle "web": valuesFrom configmap "two/web-config" key "values.yaml": not found`

@@ -21,7 +21,6 @@ import (
 	"github.com/flotilla-gitops/flotilla/tests/env/localk8s"
 	"github.com/flotilla-gitops/flotilla/tests/harness"
 	"github.com/flotilla-gitops/flotilla/webhook"
-	"github.com/flotilla-gitops/flotilla/workflows"
 )
 
 // A push event deploys the pushed commit at once, though the GitRepo polls only hourly; an event with a
@@ -45,12 +44,12 @@ func TestWebhookPushDeploysAtOnceAndAForgedOneChangesNothing(t *testing.T) {
 	repo := s.NewRepo(configMap("one"))
 	s.AddCluster("a", "a", map[string]string{"env": "dev"}, nil)
 	// Hourly polling and resync: from here on only the webhook can bring a new commit.
-	s.StartGitRepo(workflows.GitRepoInput{
+	s.StartGitRepo(api.GitRepoInput{
 		GitRepo: fleet.GitRepo{Metadata: fleet.ObjectMeta{Name: "hooked"}, Spec: fleet.GitRepoSpec{
 			Repo: repo.URL(), Branch: "main", PollingInterval: "1h", Paths: []string{"app"},
 			Targets: []fleet.GitTarget{{ClusterName: "a"}},
 		}},
-		Flotilla: &workflows.RunOptions{ResyncInterval: "1h"},
+		Flotilla: &api.RunOptions{ResyncInterval: "1h"},
 	})
 	first := s.WaitStatus("hooked", 2*time.Minute, "Ready", harness.AllReady)
 	id := api.GitRepoWorkflowID("hooked")

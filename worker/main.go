@@ -206,7 +206,7 @@ func ensureInventory(c client.Client, taskQueue string) error {
 		TaskQueue:                taskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		StaticSummary:            "Flotilla cluster inventory",
-	}, workflows.InventoryWorkflow, workflows.InventoryInput{})
+	}, workflows.InventoryWorkflow, api.InventoryInput{})
 	if err != nil {
 		return fmt.Errorf("starting the inventory workflow: %w", err)
 	}

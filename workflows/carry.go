@@ -174,3 +174,21 @@ func clipMessage(s string) string {
 	}
 	return s[:carryMessageLimit] + "…"
 }
+
+// readCarry decodes the state a previous run handed over (api.GitRepoInput.Carry,
+// api.ClusterWorkflowInput.Carry), which the contract holds as opaque JSON; none is a fresh start.
+func readCarry(raw json.RawMessage, into any) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	return json.Unmarshal(raw, into)
+}
+
+// writeCarry is the state this run hands its next one, in the contract's opaque form.
+func writeCarry(carry any) (json.RawMessage, error) {
+	b, err := json.Marshal(carry)
+	if err != nil {
+		return nil, fmt.Errorf("carried state: %w", err)
+	}
+	return b, nil
+}

@@ -127,3 +127,28 @@ func TestACarriedStateThatExpandsPastTheLimitFailsThatRunAlone(t *testing.T) {
 	require.True(t, appErr.NonRetryable())
 	require.Contains(t, appErr.Error(), "gitrepo shop: carried state: larger than 64 MiB once decompressed")
 }
+
+// The contract holds a run's carry as opaque JSON; a run continued as new before the inputs moved into
+// api (its carry written as a nested object) reads exactly what that run carried, and this code hands
+// the same spelling on.
+func TestACarryWrittenBeforeTheContractHeldItOpaqueIsReadWhole(t *testing.T) {
+	recorded := `{"target":{"cluster":"edge-1"},"generation":4,"carry":{"status":{"name":"edge-1","state":"Ready"},` +
+		`"failures":{"web":{"desiredID":"d1","message":"boom","attempts":2,"nextRetry":"2026-01-02T03:04:05Z"}},"sweptKey":"k1"}}`
+	var in api.ClusterWorkflowInput
+	require.NoError(t, json.Unmarshal([]byte(recorded), &in))
+	var carry ClusterCarry
+	require.NoError(t, readCarry(in.Carry, &carry))
+	require.Equal(t, "k1", carry.SweptKey)
+	require.Equal(t, "Ready", string(carry.Status.State))
+	require.Equal(t, 2, carry.Failures["web"].Attempts)
+
+	again, err := writeCarry(carry)
+	require.NoError(t, err)
+	var round ClusterCarry
+	require.NoError(t, readCarry(again, &round))
+	require.Equal(t, carry, round)
+
+	var fresh ClusterCarry
+	require.NoError(t, readCarry(nil, &fresh))
+	require.Error(t, readCarry(json.RawMessage(`{"sweptKey":`), &fresh), "a truncated carry is an error, not a fresh start")
+}

@@ -4,53 +4,9 @@ import (
 	"time"
 
 	"github.com/flotilla-gitops/flotilla/api"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 )
-
-// ClusterWorkflowInput starts the workflow that keeps one GitRepo's bundles applied and checked on one cluster.
-type ClusterWorkflowInput struct {
-	Target        api.ClusterTarget `json:"target"`
-	Generation    int64             `json:"generation"`
-	Paused        bool              `json:"paused,omitempty"`
-	CheckInterval time.Duration     `json:"checkInterval,omitempty"`
-	// Carry is the state handed over by continue-as-new; a fresh start leaves it empty.
-	Carry *ClusterCarry `json:"carry,omitempty"`
-	// Shape is the workflow code a run was started for (ClusterShapeCurrent by the current GitRepo and by
-	// continue-as-new). Zero is a run started before the field existed, which asks GetVersion instead.
-	Shape int `json:"shape,omitempty"`
-	// Remove is the removal a run continues: one whose uninstall kept failing for long enough to cut its
-	// history goes on removing in a new run.
-	Remove *RemoveRequest `json:"remove,omitempty"`
-}
-
-// DesiredUpdate is the parent's `desired` signal: what this cluster should run now.
-type DesiredUpdate struct {
-	Target        api.ClusterTarget `json:"target"`
-	Generation    int64             `json:"generation"`
-	Paused        bool              `json:"paused,omitempty"`
-	CheckInterval time.Duration     `json:"checkInterval,omitempty"`
-}
-
-// RemoveRequest is the parent's `remove` signal.
-type RemoveRequest struct {
-	KeepResources bool `json:"keepResources,omitempty"`
-	// Forget ends the workflow without touching the cluster: it leaves the inventory with its workloads
-	// kept (`flotilla cluster remove --keep-workloads`). A later request to forget stops an uninstall that
-	// keeps failing.
-	Forget bool `json:"forget,omitempty"`
-	// DeleteNamespace is the GitRepo's targetNamespace, deleted after the uninstall (deleteNamespace).
-	DeleteNamespace string `json:"deleteNamespace,omitempty"`
-}
-
-// ClusterReport is a child's status report to its GitRepo, sent only when the status changed.
-type ClusterReport struct {
-	Cluster string            `json:"cluster"`
-	Status  api.ClusterStatus `json:"status"`
-	Removed bool              `json:"removed,omitempty"`
-	// Removing is a report from a workflow told to remove: its uninstall has not succeeded yet, and
-	// Status says why.
-	Removing bool `json:"removing,omitempty"`
-}
 
 // ClusterCarry is what a cluster workflow keeps across continue-as-new.
 type ClusterCarry struct {
@@ -74,7 +30,7 @@ type applyFailure struct {
 const clusterMaxHistory = 2000
 
 type clusterRun struct {
-	in    ClusterWorkflowInput
+	in    api.ClusterWorkflowInput
 	carry ClusterCarry
 	// sweeping caches whether this run sweeps (see sweeps); 0 unknown, 1 yes, -1 no.
 	sweeping int
@@ -89,10 +45,10 @@ type clusterRun struct {
 // entity (ID gitrepo/<name>/cluster/<cluster>, gitrepo/<namespace>/<name>/cluster/<cluster> outside
 // fleet-default; its target names the GitRepo it reports to, namespace included): its failures stay on its own branch, and the GitRepo learns
 // of them through status reports.
-func ClusterWorkflow(ctx workflow.Context, in ClusterWorkflowInput) error {
+func ClusterWorkflow(ctx workflow.Context, in api.ClusterWorkflowInput) error {
 	r := &clusterRun{in: in}
-	if in.Carry != nil {
-		r.carry = *in.Carry
+	if err := readCarry(in.Carry, &r.carry); err != nil {
+		return temporal.NewNonRetryableApplicationError("cluster "+in.Target.Cluster+": carried state: "+err.Error(), api.ErrTypeInvalidCarry, nil)
 	}
 	if r.carry.Failures == nil {
 		r.carry.Failures = map[string]applyFailure{}
@@ -137,7 +93,7 @@ func (r *clusterRun) loop(ctx workflow.Context) error {
 		return r.remove(ctx, *r.in.Remove, removeCh, checkCh)
 	}
 	dirty := true
-	var remove *RemoveRequest
+	var remove *api.RemoveRequest
 	var nextCheck time.Time
 	for {
 		if dirty || !workflow.Now(ctx).Before(nextCheck) {
@@ -149,13 +105,13 @@ func (r *clusterRun) loop(ctx workflow.Context) error {
 		timer := workflow.NewTimer(timerCtx, nextCheck.Sub(workflow.Now(ctx)))
 		sel := workflow.NewSelector(ctx)
 		sel.AddReceive(desiredCh, func(c workflow.ReceiveChannel, _ bool) {
-			var d DesiredUpdate
+			var d api.DesiredUpdate
 			c.Receive(ctx, &d)
 			r.setDesired(d)
 			dirty = true
 		})
 		sel.AddReceive(removeCh, func(c workflow.ReceiveChannel, _ bool) {
-			var rr RemoveRequest
+			var rr api.RemoveRequest
 			c.Receive(ctx, &rr)
 			remove = &rr
 		})
@@ -174,18 +130,20 @@ func (r *clusterRun) loop(ctx workflow.Context) error {
 		info := workflow.GetInfo(ctx)
 		if info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > clusterMaxHistory {
 			in := r.in
-			carry := r.carry
-			in.Carry = &carry
+			var err error
+			if in.Carry, err = writeCarry(r.carry); err != nil {
+				return err
+			}
 			in.Shape = ClusterShapeCurrent // the new run is executed by this code, not replayed
 			return workflow.NewContinueAsNewError(ctx, ClusterWorkflow, in)
 		}
 	}
 }
 
-func (r *clusterRun) drain(ctx workflow.Context, desiredCh, removeCh, checkCh workflow.ReceiveChannel, remove **RemoveRequest) bool {
+func (r *clusterRun) drain(ctx workflow.Context, desiredCh, removeCh, checkCh workflow.ReceiveChannel, remove **api.RemoveRequest) bool {
 	dirty := false
 	for {
-		var d DesiredUpdate
+		var d api.DesiredUpdate
 		if !desiredCh.ReceiveAsync(&d) {
 			break
 		}
@@ -195,14 +153,14 @@ func (r *clusterRun) drain(ctx workflow.Context, desiredCh, removeCh, checkCh wo
 	for checkCh.ReceiveAsync(nil) {
 		dirty = true
 	}
-	var rr RemoveRequest
+	var rr api.RemoveRequest
 	if removeCh.ReceiveAsync(&rr) {
 		*remove = &rr
 	}
 	return dirty
 }
 
-func (r *clusterRun) setDesired(d DesiredUpdate) {
+func (r *clusterRun) setDesired(d api.DesiredUpdate) {
 	if d.Generation < r.in.Generation {
 		return // a late signal from an older rollout
 	}

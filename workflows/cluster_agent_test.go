@@ -16,7 +16,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/api"
 )
 
-func agentInput() ClusterWorkflowInput {
+func agentInput() api.ClusterWorkflowInput {
 	in := clusterInput()
 	in.Target.Agent = true
 	in.Shape = ClusterShapeCurrent

@@ -18,7 +18,7 @@ import (
 // workflow ends without touching it, also when that request comes while an uninstall keeps failing.
 
 // remove uninstalls and ends; see above.
-func (r *clusterRun) remove(ctx workflow.Context, rr RemoveRequest, removeCh, checkCh workflow.ReceiveChannel) error {
+func (r *clusterRun) remove(ctx workflow.Context, rr api.RemoveRequest, removeCh, checkCh workflow.ReceiveChannel) error {
 	if r.in.Shape < clusterShapeRemoveReports && workflow.GetVersion(ctx, clusterRemoveReports, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return r.removeOnce(ctx, rr)
 	}
@@ -38,8 +38,11 @@ func (r *clusterRun) remove(ctx workflow.Context, rr RemoveRequest, removeCh, ch
 		if info := workflow.GetInfo(ctx); info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > clusterMaxHistory {
 			// An uninstall can fail for days; each attempt adds to the history, so it goes on in a new run.
 			in := r.in
-			carry := r.carry
-			in.Carry, in.Remove, in.Shape = &carry, &rr, ClusterShapeCurrent
+			var werr error
+			if in.Carry, werr = writeCarry(r.carry); werr != nil {
+				return werr
+			}
+			in.Remove, in.Shape = &rr, ClusterShapeCurrent
 			return workflow.NewContinueAsNewError(ctx, ClusterWorkflow, in)
 		}
 		// Back off, unless asked to try again now (a `check`, as `flotilla cluster remove` sends when run
@@ -49,7 +52,7 @@ func (r *clusterRun) remove(ctx workflow.Context, rr RemoveRequest, removeCh, ch
 		sel.AddFuture(workflow.NewTimer(timerCtx, backoff(attempt)), func(workflow.Future) {})
 		sel.AddReceive(checkCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
 		sel.AddReceive(removeCh, func(c workflow.ReceiveChannel, _ bool) {
-			var again RemoveRequest
+			var again api.RemoveRequest
 			c.Receive(ctx, &again)
 			rr = mergeRemove(rr, again)
 		})
@@ -60,7 +63,7 @@ func (r *clusterRun) remove(ctx workflow.Context, rr RemoveRequest, removeCh, ch
 
 // mergeRemove combines a remove request with a later one: forgetting wins, as do deleting a namespace
 // and keeping resources.
-func mergeRemove(a, b RemoveRequest) RemoveRequest {
+func mergeRemove(a, b api.RemoveRequest) api.RemoveRequest {
 	a.Forget = a.Forget || b.Forget
 	a.KeepResources = a.KeepResources || b.KeepResources
 	if b.DeleteNamespace != "" {
@@ -69,7 +72,7 @@ func mergeRemove(a, b RemoveRequest) RemoveRequest {
 	return a
 }
 
-func (r *clusterRun) uninstallInput(rr RemoveRequest) api.UninstallInput {
+func (r *clusterRun) uninstallInput(rr api.RemoveRequest) api.UninstallInput {
 	return api.UninstallInput{
 		GitRepo: r.in.Target.GitRepo, Cluster: r.in.Target.Cluster, ClusterDigest: r.in.Target.ClusterDigest,
 		KeepResources: rr.KeepResources || r.in.Target.Options.KeepResources, DeleteNamespace: rr.DeleteNamespace,
@@ -105,7 +108,7 @@ func (r *clusterRun) grantedRemoval(ctx workflow.Context, in api.UninstallInput)
 // uninstallAll runs one Uninstall (with a few quick retries of its own). A remove request that arrives
 // meanwhile is returned as next when it changes what to do (forget the cluster, or delete a namespace
 // too); forgetting cancels the uninstall at once.
-func (r *clusterRun) uninstallAll(ctx workflow.Context, rr RemoveRequest, removeCh workflow.ReceiveChannel) (api.UninstallResult, *RemoveRequest, error) {
+func (r *clusterRun) uninstallAll(ctx workflow.Context, rr api.RemoveRequest, removeCh workflow.ReceiveChannel) (api.UninstallResult, *api.RemoveRequest, error) {
 	actx, cancel := workflow.WithCancel(ctx)
 	defer cancel()
 	actx = r.clusterSide(actx, workflow.ActivityOptions{
@@ -117,12 +120,12 @@ func (r *clusterRun) uninstallAll(ctx workflow.Context, rr RemoveRequest, remove
 	f := workflow.ExecuteActivity(actx, api.ActivityUninstall, r.grantedRemoval(ctx, r.uninstallInput(rr)))
 	var res api.UninstallResult
 	var err error
-	var next *RemoveRequest
+	var next *api.RemoveRequest
 	done := false
 	sel := workflow.NewSelector(ctx)
 	sel.AddFuture(f, func(f workflow.Future) { err, done = f.Get(ctx, &res), true })
 	sel.AddReceive(removeCh, func(c workflow.ReceiveChannel, _ bool) {
-		var again RemoveRequest
+		var again api.RemoveRequest
 		c.Receive(ctx, &again)
 		if merged := mergeRemove(rr, again); merged != rr {
 			next = &merged
@@ -156,7 +159,7 @@ func (r *clusterRun) reportRemoval(ctx workflow.Context, err error) {
 	workflow.SetCurrentDetails(ctx, clusterDetails(*st))
 	parent := api.GitRepoWorkflowID(r.in.Target.GitRepo)
 	if err := workflow.SignalExternalWorkflow(ctx, parent, "", api.SignalClusterReport,
-		ClusterReport{Cluster: r.in.Target.Cluster, Status: *st, Removing: true}).Get(ctx, nil); err != nil {
+		api.ClusterReport{Cluster: r.in.Target.Cluster, Status: *st, Removing: true}).Get(ctx, nil); err != nil {
 		workflow.GetLogger(ctx).Warn("status report not delivered", "gitRepo", r.in.Target.GitRepo, "error", err)
 		return
 	}
@@ -181,7 +184,7 @@ func (r *clusterRun) removed(ctx workflow.Context, message string, res *api.Unin
 
 // removeOnce is the removal of runs started before clusterShapeRemoveReports, as their histories hold it:
 // one Uninstall retried until done.
-func (r *clusterRun) removeOnce(ctx workflow.Context, rr RemoveRequest) error {
+func (r *clusterRun) removeOnce(ctx workflow.Context, rr api.RemoveRequest) error {
 	actx := r.clusterSide(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: applyTimeout,
 		HeartbeatTimeout:    heartbeat,

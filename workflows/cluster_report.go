@@ -22,7 +22,7 @@ func (r *clusterRun) report(ctx workflow.Context, removed bool) {
 	workflow.SetCurrentDetails(ctx, clusterDetails(st))
 	parent := r.in.Target.Key().WorkflowID()
 	err := workflow.SignalExternalWorkflow(ctx, parent, "", api.SignalClusterReport,
-		ClusterReport{Cluster: r.in.Target.Cluster, Status: st, Removed: removed}).Get(ctx, nil)
+		api.ClusterReport{Cluster: r.in.Target.Cluster, Status: st, Removed: removed}).Get(ctx, nil)
 	if err != nil {
 		// The GitRepo may be continuing as new or gone; the next change reports again.
 		workflow.GetLogger(ctx).Warn("status report not delivered", "gitRepo", r.in.Target.Key().String(), "error", err)

@@ -17,8 +17,8 @@ import (
 	"github.com/flotilla-gitops/flotilla/api"
 )
 
-func clusterInput() ClusterWorkflowInput {
-	return ClusterWorkflowInput{Generation: 1, CheckInterval: time.Minute, Target: api.ClusterTarget{
+func clusterInput() api.ClusterWorkflowInput {
+	return api.ClusterWorkflowInput{Generation: 1, CheckInterval: time.Minute, Target: api.ClusterTarget{
 		GitRepo: "shop", Cluster: "edge-1", Repo: "https://git.example.com/shop.git", Commit: "0123456789abcdef0123456789abcdef01234567",
 		Bundles: []api.BundleRef{{Name: "web", Path: "web"}},
 	}}
@@ -67,7 +67,7 @@ func TestClusterWorkflowReportsUnreachableAndRetries(t *testing.T) {
 	var states []string
 	env.OnSignalExternalWorkflow(mock.Anything, "gitrepo/shop", "", api.SignalClusterReport, mock.Anything).Return(
 		func(_, _, _, _ string, arg any) error {
-			r := arg.(ClusterReport)
+			r := arg.(api.ClusterReport)
 			states = append(states, r.Status.State)
 			if len(states) == 1 {
 				require.False(t, r.Status.Reachable)
@@ -172,10 +172,10 @@ func observeNewThenDeployed(env *testsuite.TestWorkflowEnvironment) *int {
 }
 
 // captureReports records the status reports the cluster workflow signals to its GitRepo.
-func captureReports(env *testsuite.TestWorkflowEnvironment) *[]ClusterReport {
-	var reports []ClusterReport
+func captureReports(env *testsuite.TestWorkflowEnvironment) *[]api.ClusterReport {
+	var reports []api.ClusterReport
 	env.OnSignalExternalWorkflow(mock.Anything, "gitrepo/shop", "", api.SignalClusterReport, mock.Anything).Return(
-		func(_, _, _, _ string, arg any) error { reports = append(reports, arg.(ClusterReport)); return nil })
+		func(_, _, _, _ string, arg any) error { reports = append(reports, arg.(api.ClusterReport)); return nil })
 	return &reports
 }
 
@@ -210,7 +210,7 @@ func TestClusterWorkflowShapeComesFromItsInputNotFromGetVersion(t *testing.T) {
 			require.Positive(t, localObserves, "Observe runs as a local activity either way")
 			var can *workflow.ContinueAsNewError
 			require.ErrorAs(t, env.GetWorkflowError(), &can)
-			var next ClusterWorkflowInput
+			var next api.ClusterWorkflowInput
 			require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
 			require.Equal(t, ClusterShapeCurrent, next.Shape, "the next run is executed by this code")
 		})
@@ -238,15 +238,15 @@ func TestClusterWorkflowRetriesAFailingUninstallAndReportsWhy(t *testing.T) {
 				return api.UninstallResult{Removed: []string{"web/web"}}, nil
 			})
 			reports := captureReports(env)
-			env.RegisterDelayedCallback(func() { env.SignalWorkflow(api.SignalRemove, RemoveRequest{}) }, time.Minute)
+			env.RegisterDelayedCallback(func() { env.SignalWorkflow(api.SignalRemove, api.RemoveRequest{}) }, time.Minute)
 			if forgetLater {
-				env.RegisterDelayedCallback(func() { env.SignalWorkflow(api.SignalRemove, RemoveRequest{Forget: true}) }, time.Minute+5*time.Second)
+				env.RegisterDelayedCallback(func() { env.SignalWorkflow(api.SignalRemove, api.RemoveRequest{Forget: true}) }, time.Minute+5*time.Second)
 			}
 
 			env.ExecuteWorkflow(ClusterWorkflow, clusterInput())
 
 			require.NoError(t, env.GetWorkflowError())
-			var removing []ClusterReport
+			var removing []api.ClusterReport
 			for _, r := range *reports {
 				if r.Removing {
 					removing = append(removing, r)
@@ -276,7 +276,7 @@ func TestClusterWorkflowForgetsWithoutTouchingTheCluster(t *testing.T) {
 	env.OnActivity(api.ActivityApply, mock.Anything, mock.Anything).Return(api.ApplyResult{Bundles: []api.BundleApplyResult{{Bundle: "web", Revision: 1}}}, nil)
 	env.OnActivity(api.ActivityUninstall, mock.Anything, mock.MatchedBy(func(in api.UninstallInput) bool { return in.Sweep != nil })).Return(api.UninstallResult{}, nil)
 	reports := captureReports(env)
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(api.SignalRemove, RemoveRequest{Forget: true}) }, time.Minute)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(api.SignalRemove, api.RemoveRequest{Forget: true}) }, time.Minute)
 
 	env.ExecuteWorkflow(ClusterWorkflow, clusterInput())
 

@@ -22,8 +22,6 @@ const (
 	// retry of a failed check (an absent agent), doubling up to AgentResyncInterval.
 	AgentResyncInterval = 5 * time.Minute
 	agentRetryFirst     = 15 * time.Second
-	// DefaultRolloutWindow is how many clusters may be applying a new desired state at once.
-	DefaultRolloutWindow = 200
 	// AckTimeout frees a rollout-window slot whose cluster has not answered, so a hung cluster holds no one hostage.
 	AckTimeout = 2 * time.Minute
 	// PromptCheckFirst is the first re-check after an apply; it doubles until the bundle is ready or the check interval is reached.

@@ -10,44 +10,11 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// GitRepoInput is the input of GitRepoWorkflow: a Fleet GitRepo document as JSON, e.g.
-// {"metadata":{"name":"example"},"spec":{"repo":"https://…","branch":"main","paths":["apps"]}}.
-type GitRepoInput struct {
-	fleet.GitRepo
-	// Flotilla tunes the orchestration; all fields are optional.
-	Flotilla *RunOptions `json:"flotilla,omitempty"`
-	// Carry is the state handed over by continue-as-new; users never set it. CarryZ is the same state
-	// compressed (see packCarry); a run gets one or the other.
-	Carry  *GitRepoCarry `json:"carry,omitempty"`
-	CarryZ []byte        `json:"carryZ,omitempty"`
-	// Workspace is the GitRepo's namespace (Fleet's workspace) outside fleet-default, as `flotilla apply`
-	// starts it; empty is fleet-default. With metadata.name it is the run's identity (api.GitRepoKey): its
-	// workflow ID, its cluster workflows' IDs, the workspace it plans in and the owner its releases name.
-	// It is not read from metadata.namespace, which GitRepos ignored before workspaces existed: a run
-	// started then is fleet-default's (its ID is gitrepo/<name>) whatever namespace its YAML had, and
-	// must stay so to replay and to keep its cluster workflows. Continue-as-new carries it.
-	Workspace string `json:"workspace,omitempty"`
-	// HelmOp, when set, is a Fleet HelmOp to run instead of GitRepo (`temporal workflow start` with a
-	// HelmOp's YAML as JSON under "helmOp"): the run is the GitRepo it converts to (fleet.HelmOp.AsGitRepo),
-	// which continue-as-new carries on.
-	HelmOp *fleet.HelmOp `json:"helmOp,omitempty"`
-}
-
-// RunOptions are Flotilla's own knobs, beside Fleet's spec.
-type RunOptions struct {
-	// RolloutWindow is how many clusters may be applying a new desired state at once (default 200).
-	RolloutWindow int `json:"rolloutWindow,omitempty"`
-	// CheckInterval is how often each cluster re-checks its releases when idle (default 1m).
-	CheckInterval string `json:"checkInterval,omitempty"`
-	// ResyncInterval bounds how long a terminated cluster workflow or a missed change goes unnoticed (default 5m).
-	ResyncInterval string `json:"resyncInterval,omitempty"`
-}
-
 type gitRepoRun struct {
-	// key is the GitRepo's identity, fixed for the life of the workflow (GitRepoInput.Workspace).
+	// key is the GitRepo's identity, fixed for the life of the workflow (api.GitRepoInput.Workspace).
 	key   api.GitRepoKey
 	spec  fleet.GitRepo
-	opts  RunOptions
+	opts  api.RunOptions
 	carry GitRepoCarry
 	// r is carry.Rollout: the per-cluster state and its rules.
 	r             *rollout
@@ -71,7 +38,7 @@ type gitRepoRun struct {
 // GitRepoWorkflow keeps one GitRepo deployed: it polls the repository, plans bundles and targets against the
 // inventory, and hands each targeted cluster its desired state through a child ClusterWorkflow. Clusters
 // fail alone: the parent never waits on one cluster to serve another.
-func GitRepoWorkflow(ctx workflow.Context, in GitRepoInput) error {
+func GitRepoWorkflow(ctx workflow.Context, in api.GitRepoInput) error {
 	if in.HelmOp != nil {
 		gr, err := in.HelmOp.AsGitRepo()
 		if err != nil {
@@ -82,8 +49,11 @@ func GitRepoWorkflow(ctx workflow.Context, in GitRepoInput) error {
 			in.Workspace = gr.Metadata.Namespace
 		}
 	}
-	strict := workflow.GetVersion(ctx, strictRepoURL, workflow.DefaultVersion, 1) == 1
-	if err := validateGitRepo(in.GitRepo, strict); err != nil {
+	validate := fleet.ValidateGitRepoLegacyURL
+	if workflow.GetVersion(ctx, strictRepoURL, workflow.DefaultVersion, 1) == 1 {
+		validate = fleet.ValidateGitRepo
+	}
+	if err := validate(in.GitRepo); err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), api.ErrTypeInvalidGitRepo, nil)
 	}
 	key := api.KeyOf(in.Workspace, in.Metadata.Name)
@@ -94,8 +64,8 @@ func GitRepoWorkflow(ctx workflow.Context, in GitRepoInput) error {
 	if in.Flotilla != nil {
 		g.opts = *in.Flotilla
 	}
-	if in.Carry != nil {
-		g.carry = *in.Carry
+	if err := readCarry(in.Carry, &g.carry); err != nil {
+		return temporal.NewNonRetryableApplicationError("gitrepo "+key.String()+": carried state: "+err.Error(), api.ErrTypeInvalidCarry, nil)
 	}
 	if len(in.CarryZ) > 0 {
 		c, err := unpackCarry(in.CarryZ)
@@ -163,7 +133,7 @@ func (g *gitRepoRun) window() int {
 	if g.opts.RolloutWindow > 0 {
 		return g.opts.RolloutWindow
 	}
-	return DefaultRolloutWindow
+	return api.DefaultRolloutWindow
 }
 
 // jitter delays the nth poll by up to 10% of the interval, as Fleet's polling trigger does, so GitRepos
@@ -272,10 +242,10 @@ func (g *gitRepoRun) continueAsNew(ctx workflow.Context) error {
 }
 
 // nextRunInput is the input of the run that continues this one, its carried state packed.
-func (g *gitRepoRun) nextRunInput() (GitRepoInput, bool) {
-	in := GitRepoInput{GitRepo: g.spec, Workspace: g.key.PayloadNamespace()}
+func (g *gitRepoRun) nextRunInput() (api.GitRepoInput, bool) {
+	in := api.GitRepoInput{GitRepo: g.spec, Workspace: g.key.PayloadNamespace()}
 	in.Spec.Paused = g.paused
-	if g.opts != (RunOptions{}) {
+	if g.opts != (api.RunOptions{}) {
 		opts := g.opts
 		in.Flotilla = &opts
 	}

@@ -35,8 +35,8 @@ func (g *gitRepoRun) deliver(ctx workflow.Context) {
 	if g.carry.Plan == nil || g.paused {
 		return
 	}
-	desired := func(pc api.PlannedCluster) DesiredUpdate {
-		return DesiredUpdate{Target: g.target(pc), CheckInterval: g.checkInterval()}
+	desired := func(pc api.PlannedCluster) api.DesiredUpdate {
+		return api.DesiredUpdate{Target: g.target(pc), CheckInterval: g.checkInterval()}
 	}
 	for _, h := range g.r.nextDeliveries(g.carry.Plan, workflow.Now(ctx), g.window(), desired) {
 		g.pending++
@@ -67,7 +67,7 @@ func (g *gitRepoRun) send(ctx workflow.Context, h handOver) {
 				searchGitRepo.ValueSet(g.name()), searchCluster.ValueSet(cluster), searchRepo.ValueSet(g.spec.Spec.Repo),
 				searchNamespace.ValueSet(g.key.Namespace)),
 		})
-		child := workflow.ExecuteChildWorkflow(cctx, ClusterWorkflow, ClusterWorkflowInput{
+		child := workflow.ExecuteChildWorkflow(cctx, ClusterWorkflow, api.ClusterWorkflowInput{
 			Target: up.Target, Generation: up.Generation, Paused: up.Paused, CheckInterval: up.CheckInterval,
 			Shape: ClusterShapeCurrent,
 		})
@@ -90,7 +90,7 @@ func (g *gitRepoRun) send(ctx workflow.Context, h handOver) {
 
 // deleteEverywhere uninstalls the GitRepo from every cluster, then ends the workflow.
 func (g *gitRepoRun) deleteEverywhere(ctx workflow.Context, reportCh workflow.ReceiveChannel) error {
-	req := RemoveRequest{KeepResources: g.spec.Spec.KeepResources}
+	req := api.RemoveRequest{KeepResources: g.spec.Spec.KeepResources}
 	if s := g.spec.Spec; s.DeleteNamespace && !s.KeepResources {
 		// Fleet's deleteNamespace: the targetNamespace goes once everything in it is uninstalled.
 		req.DeleteNamespace = s.TargetNamespace
@@ -103,7 +103,7 @@ func (g *gitRepoRun) deleteEverywhere(ctx workflow.Context, reportCh workflow.Re
 	for len(g.r.removing()) > 0 && workflow.Now(ctx).Before(deadline) {
 		sel := workflow.NewSelector(ctx)
 		sel.AddReceive(reportCh, func(c workflow.ReceiveChannel, _ bool) {
-			var rep ClusterReport
+			var rep api.ClusterReport
 			c.Receive(ctx, &rep)
 			if rep.Removed || rep.Removing {
 				g.r.onReport(rep)

@@ -56,7 +56,7 @@ func (g *gitRepoRun) addSignalHandlers(ctx workflow.Context, sel workflow.Select
 		if spec.Metadata.Name == "" {
 			spec.Metadata.Name = g.name()
 		}
-		if err := ValidateGitRepo(spec); err != nil || spec.Metadata.Name != g.name() {
+		if err := fleet.ValidateGitRepo(spec); err != nil || spec.Metadata.Name != g.name() {
 			workflow.GetLogger(ctx).Warn("spec update refused", "gitRepo", g.key.String(), "error", err)
 			return
 		}
@@ -88,7 +88,7 @@ func (g *gitRepoRun) addSignalHandlers(ctx workflow.Context, sel workflow.Select
 		g.carry.Deleting = true
 	})
 	sel.AddReceive(reportCh, func(c workflow.ReceiveChannel, _ bool) {
-		var rep ClusterReport
+		var rep api.ClusterReport
 		c.Receive(ctx, &rep)
 		g.r.onReport(rep)
 	})

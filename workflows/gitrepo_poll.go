@@ -101,7 +101,7 @@ func (g *gitRepoRun) poll(ctx workflow.Context, resync bool) {
 // removeUntargeted tells clusters that a successful plan no longer targets to uninstall this GitRepo.
 func (g *gitRepoRun) removeUntargeted(ctx workflow.Context) {
 	for _, c := range g.r.untargeted(g.carry.Plan) {
-		g.signalRemove(ctx, RemoveRequest{KeepResources: g.spec.Spec.KeepResources}, c)
+		g.signalRemove(ctx, api.RemoveRequest{KeepResources: g.spec.Spec.KeepResources}, c)
 	}
 }
 
@@ -125,7 +125,7 @@ func (g *gitRepoRun) applyLeaving(ctx workflow.Context, generation int64, leavin
 // removeLeaving signals the removals that leaving clusters call for.
 func (g *gitRepoRun) removeLeaving(ctx workflow.Context, leaving []api.LeavingCluster) {
 	for _, rm := range g.r.leave(leaving) {
-		g.signalRemove(ctx, RemoveRequest{KeepResources: g.spec.Spec.KeepResources, Forget: rm.Forget}, rm.Cluster)
+		g.signalRemove(ctx, api.RemoveRequest{KeepResources: g.spec.Spec.KeepResources, Forget: rm.Forget}, rm.Cluster)
 	}
 }
 
@@ -139,7 +139,7 @@ func (g *gitRepoRun) leavingCluster(cluster string) (api.LeavingCluster, bool) {
 	return api.LeavingCluster{}, false
 }
 
-func (g *gitRepoRun) signalRemove(ctx workflow.Context, req RemoveRequest, cluster string) {
+func (g *gitRepoRun) signalRemove(ctx workflow.Context, req api.RemoveRequest, cluster string) {
 	f := workflow.SignalExternalWorkflow(ctx, g.key.ClusterWorkflowID(cluster), "", api.SignalRemove, req)
 	g.pending++
 	workflow.Go(ctx, func(gctx workflow.Context) {

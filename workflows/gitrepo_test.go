@@ -15,10 +15,10 @@ import (
 	"github.com/flotilla-gitops/flotilla/fleet"
 )
 
-func shopInput(window int) GitRepoInput {
-	return GitRepoInput{
+func shopInput(window int) api.GitRepoInput {
+	return api.GitRepoInput{
 		GitRepo:  fleet.GitRepo{Metadata: fleet.ObjectMeta{Name: "shop"}, Spec: fleet.GitRepoSpec{Repo: "https://git.example.com/shop.git"}},
-		Flotilla: &RunOptions{RolloutWindow: window},
+		Flotilla: &api.RunOptions{RolloutWindow: window},
 	}
 }
 
@@ -41,7 +41,7 @@ func fakeChildren(env *testsuite.TestWorkflowEnvironment) (started map[string]ti
 		})
 	// Registered under the cluster workflow's name rather than mocked: the test environment reports a
 	// mocked child started only once it returns, and these run until removed.
-	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, in ClusterWorkflowInput) error {
+	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, in api.ClusterWorkflowInput) error {
 		started[in.Target.Cluster] = workflow.Now(ctx)
 		// Until removed, or for a day, so the test environment, which waits for every child, ends.
 		gone, _ := workflow.AwaitWithTimeout(ctx, 24*time.Hour, func() bool {
@@ -55,13 +55,13 @@ func fakeChildren(env *testsuite.TestWorkflowEnvironment) (started map[string]ti
 	return started, removed
 }
 
-func report(env *testsuite.TestWorkflowEnvironment, rep ClusterReport) {
+func report(env *testsuite.TestWorkflowEnvironment, rep api.ClusterReport) {
 	env.SignalWorkflow(api.SignalClusterReport, rep)
 }
 
 // ready is a cluster's report that its bundle runs Ready at commit c1, for deliveries up to generation.
-func ready(cluster string, generation int64) ClusterReport {
-	return ClusterReport{Cluster: cluster, Status: api.ClusterStatus{Name: cluster, State: api.StateReady, Commit: "c1", Reachable: true,
+func ready(cluster string, generation int64) api.ClusterReport {
+	return api.ClusterReport{Cluster: cluster, Status: api.ClusterStatus{Name: cluster, State: api.StateReady, Commit: "c1", Reachable: true,
 		Generation: generation, Bundles: []api.BundleStatus{{Name: "web", State: api.StateReady}}}}
 }
 
@@ -119,7 +119,7 @@ func TestGitRepoRemovesAClusterItNoLongerTargets(t *testing.T) {
 	}, 20*time.Second)
 	env.RegisterDelayedCallback(func() {
 		require.Equal(t, []string{"c"}, *removed)
-		report(env, ClusterReport{Cluster: "c", Removed: true})
+		report(env, api.ClusterReport{Cluster: "c", Removed: true})
 	}, 30*time.Second)
 	env.RegisterDelayedCallback(func() {
 		v, err := env.QueryWorkflow(api.QueryStatus)
@@ -139,7 +139,7 @@ func TestGitRepoRemovesAClusterItNoLongerTargets(t *testing.T) {
 func carriedRollout(t *testing.T, env *testsuite.TestWorkflowEnvironment) *rollout {
 	var can *workflow.ContinueAsNewError
 	require.ErrorAs(t, env.GetWorkflowError(), &can)
-	var next GitRepoInput
+	var next api.GitRepoInput
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
 	carry, err := unpackCarry(next.CarryZ)
 	require.NoError(t, err)
@@ -164,9 +164,9 @@ func TestGitRepoLetsLeavingClustersGo(t *testing.T) {
 		return *p, nil
 	})
 	env.OnActivity(api.ActivityListClusterWorkflows, mock.Anything, mock.Anything).Return(api.ListClusterWorkflowsResult{}, nil)
-	removals := map[string]RemoveRequest{}
-	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, in ClusterWorkflowInput) error {
-		var rr RemoveRequest
+	removals := map[string]api.RemoveRequest{}
+	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, in api.ClusterWorkflowInput) error {
+		var rr api.RemoveRequest
 		ok, _ := workflow.AwaitWithTimeout(ctx, 24*time.Hour, func() bool {
 			return workflow.GetSignalChannel(ctx, api.SignalRemove).ReceiveAsync(&rr)
 		})
@@ -193,7 +193,7 @@ func TestGitRepoLetsLeavingClustersGo(t *testing.T) {
 	}, 20*time.Second)
 	env.RegisterDelayedCallback(func() {
 		query(&during)
-		report(env, ClusterReport{Cluster: "b", Removing: true, Status: api.ClusterStatus{Name: "b", State: api.StateErrApplied,
+		report(env, api.ClusterReport{Cluster: "b", Removing: true, Status: api.ClusterStatus{Name: "b", State: api.StateErrApplied,
 			Message: `uninstall failed, retrying until it succeeds: cluster "b" unreachable`}})
 	}, 30*time.Second)
 	env.RegisterDelayedCallback(func() {
@@ -201,8 +201,8 @@ func TestGitRepoLetsLeavingClustersGo(t *testing.T) {
 		query(&failing)
 		require.Len(t, failing.Removing, 2)
 		require.Contains(t, failing.Removing[0].Message, `cluster "b" unreachable`)
-		report(env, ClusterReport{Cluster: "b", Removed: true})
-		report(env, ClusterReport{Cluster: "c", Removed: true})
+		report(env, api.ClusterReport{Cluster: "b", Removed: true})
+		report(env, api.ClusterReport{Cluster: "c", Removed: true})
 	}, 40*time.Second)
 	env.RegisterDelayedCallback(func() {
 		query(&after)
@@ -216,7 +216,7 @@ func TestGitRepoLetsLeavingClustersGo(t *testing.T) {
 	require.Equal(t, []string{"a"}, clusterNames(during.Clusters), "leaving clusters are no longer targeted")
 	require.Equal(t, []string{"b", "c"}, clusterNames(during.Removing))
 	require.Equal(t, "forgetting the cluster; its releases and objects stay", during.Removing[1].Message)
-	require.Equal(t, map[string]RemoveRequest{"b": {}, "c": {Forget: true}}, removals)
+	require.Equal(t, map[string]api.RemoveRequest{"b": {}, "c": {Forget: true}}, removals)
 	require.Empty(t, after.Removing)
 	require.Equal(t, []string{"a"}, clusterNames(after.Clusters))
 	require.Equal(t, api.StateReady, after.State)

@@ -12,14 +12,9 @@ import (
 	"github.com/flotilla-gitops/flotilla/inventory"
 )
 
-// InventoryInput starts (or continues) the inventory workflow.
-type InventoryInput struct {
-	Inventory *inventory.Inventory `json:"inventory,omitempty"`
-}
-
 // InventoryWorkflow is the durable cluster inventory: clusters and groups change through validated updates,
 // GitRepo plans read it through a query, and its memo lists the clusters in the Web UI.
-func InventoryWorkflow(ctx workflow.Context, in InventoryInput) error {
+func InventoryWorkflow(ctx workflow.Context, in api.InventoryInput) error {
 	inv := inventory.Inventory{}
 	if in.Inventory != nil {
 		inv = *in.Inventory
@@ -106,7 +101,7 @@ func InventoryWorkflow(ctx workflow.Context, in InventoryInput) error {
 			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 				return err
 			}
-			return workflow.NewContinueAsNewError(ctx, InventoryWorkflow, InventoryInput{Inventory: &inv})
+			return workflow.NewContinueAsNewError(ctx, InventoryWorkflow, api.InventoryInput{Inventory: &inv})
 		}
 	}
 }

@@ -80,7 +80,7 @@ func (r *rollout) names() []string { return sortedKeys(r.Clusters) }
 
 // onReport takes a cluster workflow's status report. A report of a removed cluster forgets it; any other
 // report from a cluster being removed is stale and ignored.
-func (r *rollout) onReport(rep ClusterReport) {
+func (r *rollout) onReport(rep api.ClusterReport) {
 	if rep.Removed {
 		if e := r.Clusters[rep.Cluster]; e != nil {
 			e.Status, e.Running, e.Removing, e.Forget, e.Removal = nil, false, false, false, nil
@@ -137,7 +137,7 @@ func (r *rollout) onEnded(cluster string) {
 // onRemoveGone takes a remove signal that found no workflow: there is nothing left to uninstall through
 // it, so the cluster is forgotten.
 func (r *rollout) onRemoveGone(cluster string) {
-	r.onReport(ClusterReport{Cluster: cluster, Removed: true})
+	r.onReport(api.ClusterReport{Cluster: cluster, Removed: true})
 }
 
 // untargeted applies a new plan: it returns the clusters a workflow of this GitRepo runs on that the plan
@@ -264,14 +264,14 @@ func (r *rollout) nextAckDeadline(now, limit time.Time) time.Time {
 // (signal it) or must be started as a child.
 type handOver struct {
 	Cluster string
-	Update  DesiredUpdate
+	Update  api.DesiredUpdate
 	Running bool
 }
 
 // nextDeliveries decides which planned clusters get their desired state now, in plan order: those whose
 // desired state changed, while fewer than window deliveries are waiting for an acknowledgement. desired
 // builds a cluster's desired state; each decided one is recorded with the next generation.
-func (r *rollout) nextDeliveries(plan *api.Plan, now time.Time, window int, desired func(api.PlannedCluster) DesiredUpdate) []handOver {
+func (r *rollout) nextDeliveries(plan *api.Plan, now time.Time, window int, desired func(api.PlannedCluster) api.DesiredUpdate) []handOver {
 	inflight := r.inflight(now)
 	var out []handOver
 	for _, pc := range plan.Clusters {

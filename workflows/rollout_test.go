@@ -21,9 +21,9 @@ func planFor(clusters ...string) *api.Plan {
 	return p
 }
 
-func desiredFor(commit string) func(api.PlannedCluster) DesiredUpdate {
-	return func(pc api.PlannedCluster) DesiredUpdate {
-		return DesiredUpdate{Target: api.ClusterTarget{Cluster: pc.Name, Commit: commit}}
+func desiredFor(commit string) func(api.PlannedCluster) api.DesiredUpdate {
+	return func(pc api.PlannedCluster) api.DesiredUpdate {
+		return api.DesiredUpdate{Target: api.ClusterTarget{Cluster: pc.Name, Commit: commit}}
 	}
 }
 
@@ -46,7 +46,7 @@ func TestTheRolloutWindowHoldsBackTheRest(t *testing.T) {
 	require.Empty(t, r.nextDeliveries(plan, t0.Add(time.Second), 2, desiredFor("c1")), "the window is full")
 
 	r.onDelivered("a", nil)
-	r.onReport(ClusterReport{Cluster: "a", Status: api.ClusterStatus{Name: "a", Generation: first[0].Update.Generation}})
+	r.onReport(api.ClusterReport{Cluster: "a", Status: api.ClusterStatus{Name: "a", Generation: first[0].Update.Generation}})
 	require.Equal(t, []string{"c"}, names(r.nextDeliveries(plan, t0.Add(2*time.Second), 2, desiredFor("c1"))), "a's report freed its slot")
 
 	later := t0.Add(AckTimeout + 3*time.Second)
@@ -90,16 +90,16 @@ func TestAnUntargetedClusterIsRemovedThenForgotten(t *testing.T) {
 	r := newRollout()
 	r.nextDeliveries(planFor("a", "b"), t0, 10, desiredFor("c1"))
 	r.onDelivered("a", nil)
-	r.onReport(ClusterReport{Cluster: "a", Status: api.ClusterStatus{Name: "a", State: api.StateReady, Generation: 1}})
+	r.onReport(api.ClusterReport{Cluster: "a", Status: api.ClusterStatus{Name: "a", State: api.StateReady, Generation: 1}})
 	r.Clusters["ghost"] = &clusterEntry{Status: &api.ClusterStatus{Name: "ghost"}}
 
 	require.Equal(t, []string{"a"}, r.untargeted(planFor("b")))
 	require.NotContains(t, r.Clusters, "ghost")
 	require.Empty(t, r.nextDeliveries(planFor("a", "b"), t0.Add(time.Minute), 10, desiredFor("c1")), "b's delivery is still in flight; a is being removed")
-	r.onReport(ClusterReport{Cluster: "a", Status: api.ClusterStatus{Name: "a", State: api.StateErrApplied}})
+	r.onReport(api.ClusterReport{Cluster: "a", Status: api.ClusterStatus{Name: "a", State: api.StateErrApplied}})
 	require.Equal(t, api.StateReady, r.Clusters["a"].Status.State, "a stale report of a removing cluster is ignored")
 	require.Equal(t, []string{"a"}, r.removing())
-	r.onReport(ClusterReport{Cluster: "a", Removed: true})
+	r.onReport(api.ClusterReport{Cluster: "a", Removed: true})
 	require.NotContains(t, r.Clusters, "a")
 	require.Empty(t, r.removing())
 }
@@ -112,7 +112,7 @@ func TestResyncRestartsAWorkflowThatStopped(t *testing.T) {
 	for _, h := range hs {
 		r.onDelivered(h.Cluster, nil)
 	}
-	r.onReport(ClusterReport{Cluster: "a", Status: api.ClusterStatus{Name: "a", Generation: hs[0].Update.Generation}})
+	r.onReport(api.ClusterReport{Cluster: "a", Status: api.ClusterStatus{Name: "a", Generation: hs[0].Update.Generation}})
 	require.Equal(t, []string{"a"}, r.restartMissing(plan, nil), "b is not acknowledged yet: visibility may lag its start")
 	require.Equal(t, []string{"a"}, names(r.nextDeliveries(plan, t0.Add(time.Minute), 10, desiredFor("c1"))))
 }
@@ -202,12 +202,12 @@ func TestARemovalShowsWhyItHasNotSucceeded(t *testing.T) {
 	r.leave([]api.LeavingCluster{{Name: "a"}})
 	require.Equal(t, api.ClusterStatus{Name: "a", State: api.StateWaitApplied, Message: "uninstalling", Reachable: true}, r.removalView("a"))
 
-	r.onReport(ClusterReport{Cluster: "a", Status: api.ClusterStatus{Name: "a", State: api.StateReady}})
+	r.onReport(api.ClusterReport{Cluster: "a", Status: api.ClusterStatus{Name: "a", State: api.StateReady}})
 	failing := api.ClusterStatus{Name: "a", State: api.StateErrApplied, Message: `uninstall failed, retrying until it succeeds: cluster "a" unreachable`}
-	r.onReport(ClusterReport{Cluster: "a", Status: failing, Removing: true})
+	r.onReport(api.ClusterReport{Cluster: "a", Status: failing, Removing: true})
 	require.Equal(t, failing, r.removalView("a"))
 	require.Equal(t, []string{"a"}, r.removing())
 
-	r.onReport(ClusterReport{Cluster: "a", Removed: true})
+	r.onReport(api.ClusterReport{Cluster: "a", Removed: true})
 	require.NotContains(t, r.Clusters, "a")
 }

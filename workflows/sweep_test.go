@@ -38,7 +38,7 @@ func TestABundleThatLeavesTheTargetIsUninstalledOnce(t *testing.T) {
 	env.RegisterDelayedCallback(func() {
 		// The next commit deletes "api" from the repository.
 		withAPI = false
-		up := DesiredUpdate{Target: in.Target, Generation: 2}
+		up := api.DesiredUpdate{Target: in.Target, Generation: 2}
 		up.Target.Bundles = []api.BundleRef{in.Target.Bundles[0], in.Target.Bundles[2]}
 		env.SignalWorkflow(api.SignalDesired, up)
 	}, 2*time.Minute)

@@ -15,8 +15,8 @@ import (
 	"github.com/flotilla-gitops/flotilla/fleet"
 )
 
-func webIn(workspace, metadataNamespace string) GitRepoInput {
-	return GitRepoInput{
+func webIn(workspace, metadataNamespace string) api.GitRepoInput {
+	return api.GitRepoInput{
 		GitRepo: fleet.GitRepo{Metadata: fleet.ObjectMeta{Name: "web", Namespace: metadataNamespace},
 			Spec: fleet.GitRepoSpec{Repo: "https://git.example.com/web.git"}},
 		Workspace: workspace,
@@ -41,7 +41,7 @@ func TestAGitRepoOfAWorkspaceKeysEverythingByIt(t *testing.T) {
 			return api.ListClusterWorkflowsResult{Clusters: []string{"edge"}}, nil
 		})
 	childIDs := map[string]api.ClusterTarget{}
-	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, in ClusterWorkflowInput) error {
+	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, in api.ClusterWorkflowInput) error {
 		childIDs[workflow.GetInfo(ctx).WorkflowExecution.ID] = in.Target
 		_, _ = workflow.AwaitWithTimeout(ctx, 24*time.Hour, func() bool { return false })
 		return nil
@@ -79,7 +79,7 @@ func TestAGitRepoOfAWorkspaceKeysEverythingByIt(t *testing.T) {
 
 	var can *workflow.ContinueAsNewError
 	require.ErrorAs(t, env.GetWorkflowError(), &can)
-	var next GitRepoInput
+	var next api.GitRepoInput
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
 	require.Equal(t, "team-a", next.Workspace, "the next run is the same GitRepo")
 }
@@ -98,7 +98,7 @@ func TestAFleetDefaultGitRepoKeepsItsIDsAndPayloads(t *testing.T) {
 				return *planFor("edge"), nil
 			})
 			childIDs := map[string]api.ClusterTarget{}
-			env.RegisterWorkflowWithOptions(func(ctx workflow.Context, in ClusterWorkflowInput) error {
+			env.RegisterWorkflowWithOptions(func(ctx workflow.Context, in api.ClusterWorkflowInput) error {
 				childIDs[workflow.GetInfo(ctx).WorkflowExecution.ID] = in.Target
 				return nil
 			}, workflow.RegisterOptions{Name: api.ClusterWorkflowType})
@@ -134,15 +134,15 @@ func TestAClusterWorkflowReportsToTheGitRepoOfItsWorkspace(t *testing.T) {
 	env := newEnv()
 	observeNewThenDeployed(env)
 	env.OnActivity(api.ActivityApply, mock.Anything, mock.Anything).Return(api.ApplyResult{Bundles: []api.BundleApplyResult{{Bundle: "web", Revision: 1}}}, nil)
-	var reports []ClusterReport
+	var reports []api.ClusterReport
 	env.OnSignalExternalWorkflow(mock.Anything, "gitrepo/team-a/shop", "", api.SignalClusterReport, mock.Anything).Return(
-		func(_, _, _, _ string, arg any) error { reports = append(reports, arg.(ClusterReport)); return nil })
+		func(_, _, _, _ string, arg any) error { reports = append(reports, arg.(api.ClusterReport)); return nil })
 	var uninstalled []api.UninstallInput
 	env.OnActivity(api.ActivityUninstall, mock.Anything, mock.Anything).Return(func(_ context.Context, in api.UninstallInput) (api.UninstallResult, error) {
 		uninstalled = append(uninstalled, in)
 		return api.UninstallResult{}, nil
 	})
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(api.SignalRemove, RemoveRequest{}) }, 5*time.Minute)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(api.SignalRemove, api.RemoveRequest{}) }, 5*time.Minute)
 	in := clusterInput()
 	in.Target.Namespace = "team-a"
 

@@ -40,7 +40,6 @@ import (
 	"github.com/flotilla-gitops/flotilla/tests/env/localk8s"
 	"github.com/flotilla-gitops/flotilla/tests/env/proc"
 	"github.com/flotilla-gitops/flotilla/tests/env/tempdev"
-	"github.com/flotilla-gitops/flotilla/workflows"
 )
 
 // Root is the repository checkout.
@@ -752,7 +751,7 @@ func (s *Stack) MarkerNames(workflowID string) []string {
 }
 
 // StartGitRepo starts a GitRepo workflow directly, as `temporal workflow start` would, with Flotilla's options.
-func (s *Stack) StartGitRepo(in workflows.GitRepoInput) {
+func (s *Stack) StartGitRepo(in api.GitRepoInput) {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -1,4 +1,4 @@
-package workflows
+package fleet_test
 
 import (
 	"testing"
@@ -19,7 +19,7 @@ func TestValidateGitRepoRefusesCredentialsInEveryURLForm(t *testing.T) {
 		"https://SECRET@git.example.com/org/repo.git":               "spec.repo: a user part in an HTTP(S) URL",
 	} {
 		g := fleet.GitRepo{Metadata: fleet.ObjectMeta{Name: "shop"}, Spec: fleet.GitRepoSpec{Repo: repo}}
-		err := ValidateGitRepo(g)
+		err := fleet.ValidateGitRepo(g)
 		require.Error(t, err, repo)
 		require.Contains(t, err.Error(), `gitrepo "shop": `+part, repo)
 		require.Contains(t, err.Error(), "clientSecretName")
