@@ -28,3 +28,26 @@ func TestTheShippedBinariesLinkNoTestRig(t *testing.T) {
 		}
 	}
 }
+
+// What only starts, signals or queries workflows (the CLI, the webhook, the agent, the benchmark, the test
+// harness) links the contract (api), never the workflow code: the worker alone runs workflows.
+func TestOnlyTheWorkerLinksTheWorkflows(t *testing.T) {
+	const module = "github.com/flotilla-gitops/flotilla"
+	for _, p := range []string{"/starter", "/webhook", "/cmd/flotilla-agent", "/bench", "/tests/harness"} {
+		out, err := exec.Command("go", "list", "-deps", module+p).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v\n%s", p, err, out)
+		}
+		deps := strings.Fields(string(out))
+		linksAPI := false
+		for _, d := range deps {
+			if d == module+"/workflows" {
+				t.Errorf("%s links the workflows; it should need only %s/api", p, module)
+			}
+			linksAPI = linksAPI || d == module+"/api"
+		}
+		if !linksAPI {
+			t.Errorf("%s does not link the contract at all: go list -deps printed\n%s", p, out)
+		}
+	}
+}
