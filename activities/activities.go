@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"sync"
 	"time"
 
@@ -20,8 +19,6 @@ import (
 	"github.com/flotilla-gitops/flotilla/agentclient"
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
-	"github.com/flotilla-gitops/flotilla/fleet/plan"
-	"github.com/flotilla-gitops/flotilla/fleet/target"
 	"github.com/flotilla-gitops/flotilla/internal/agentkey"
 	"github.com/flotilla-gitops/flotilla/internal/agentmanifest"
 	"github.com/flotilla-gitops/flotilla/internal/chartcheck"
@@ -34,7 +31,8 @@ import (
 	"github.com/flotilla-gitops/flotilla/inventory"
 )
 
-// Activities holds the worker's dependencies; workflows reference its methods through a nil pointer.
+// Activities holds the worker's dependencies. Register records its methods under api's activity names, and
+// the workflows call them by those names, never through this type.
 type Activities struct {
 	Git       *gitcache.Cache
 	Clusters  *agentclient.Pool
@@ -84,135 +82,6 @@ type Activities struct {
 // TargetReader reads the desired state a cluster workflow holds now (TemporalTargets).
 type TargetReader interface {
 	Target(ctx context.Context, key api.GitRepoKey, cluster string) (api.ClusterTarget, error)
-}
-
-// Poll resolves the commit to deploy and reads the inventory generation: one ls-remote, no clone.
-func (a *Activities) Poll(ctx context.Context, in api.PollInput) (api.PollResult, error) {
-	if err := a.Workspaces.serves(in.Key().Namespace); err != nil {
-		return api.PollResult{}, err
-	}
-	commit, err := a.resolve(ctx, in)
-	if err != nil {
-		var nf *gitcache.NotFoundError
-		if errors.As(err, &nf) {
-			return api.PollResult{}, temporal.NewApplicationError(err.Error(), api.ErrTypeRevisionNotFound)
-		}
-		return api.PollResult{}, gitError(err)
-	}
-	inv, err := a.Inventory.Read(ctx)
-	if err != nil {
-		return api.PollResult{}, fmt.Errorf("reading the cluster inventory: %w", err)
-	}
-	return api.PollResult{Commit: commit, InventoryGeneration: inv.Generation, Leaving: leavingOf(inv, in.Key().Namespace)}, nil
-}
-
-// gitError is a failed ls-remote or clone as the workflows see it: retried, unless retrying cannot help (a
-// local repository this worker refuses).
-func gitError(err error) error {
-	if errors.Is(err, gitcache.ErrLocalRepo) {
-		return temporal.NewNonRetryableApplicationError(err.Error(), api.ErrTypeGit, nil)
-	}
-	return temporal.NewApplicationError(err.Error(), api.ErrTypeGit)
-}
-
-// resolve is the commit of a repository's branch or revision, or what stands for one for a HelmOp.
-func (a *Activities) resolve(ctx context.Context, in api.PollInput) (string, error) {
-	if in.HelmOp != nil {
-		_, commit, err := fleet.HelmOpDocument(in.HelmOp)
-		return commit, err
-	}
-	start := time.Now()
-	commit, err := a.Git.Resolve(ctx, gitcache.Remote{URL: in.Repo, Workspace: in.Key().Namespace, Secret: in.ClientSecretName, CABundle: in.CABundle,
-		InsecureSkipTLSVerify: in.InsecureSkipTLSVerify}, in.Branch, in.Revision)
-	a.Metrics.Git(metrics.GitLsRemote, time.Since(start), err)
-	return commit, err
-}
-
-// checkout is the checkout of a commit, or a HelmOp's folder holding its fleet.yaml.
-func (a *Activities) checkout(ctx context.Context, r gitcache.Remote, commit string, helmOp *fleet.FleetYAML) (string, error) {
-	if helmOp != nil {
-		return a.helmOpCheckout(helmOp)
-	}
-	start := time.Now()
-	dir, err := a.Git.Checkout(ctx, r, commit)
-	a.Metrics.Git(metrics.GitCheckout, time.Since(start), err)
-	return dir, err
-}
-
-// leavingOf is what a GitRepo of workspace ns needs to know of the inventory's leaving clusters: its own
-// workspace's (a GitRepo knows its clusters by name only).
-func leavingOf(inv inventory.Inventory, ns string) []api.LeavingCluster {
-	var out []api.LeavingCluster
-	for _, l := range inv.LeavingIn(ns) {
-		out = append(out, api.LeavingCluster{Name: l.Name, KeepWorkloads: l.KeepWorkloads})
-	}
-	return out
-}
-
-// Plan discovers bundles at a commit and computes which clusters each targets (fleet/plan). A bundle whose
-// fleet.yaml does not load is listed in Unloaded and planned with the GitRepo's targets; the workflow keeps
-// it where the last good plan had it.
-func (a *Activities) Plan(ctx context.Context, in api.PlanInput) (api.Plan, error) {
-	if err := a.Workspaces.serves(in.Key().Namespace); err != nil {
-		return api.Plan{}, err
-	}
-	if err := target.Validate(in.Targets); err != nil {
-		return api.Plan{}, temporal.NewNonRetryableApplicationError("spec.targets: "+err.Error(), api.ErrTypeInvalidTargets, nil)
-	}
-	dir, err := a.checkout(ctx, gitcache.Remote{URL: in.Repo, Workspace: in.Key().Namespace, Secret: in.ClientSecretName, CABundle: in.CABundle,
-		InsecureSkipTLSVerify: in.InsecureSkipTLSVerify}, in.Commit, in.HelmOp)
-	if err != nil {
-		return api.Plan{}, gitError(err)
-	}
-	bundles, err := plan.Load(dir, in.GitRepo, in.Paths, in.Targets)
-	if err != nil {
-		return api.Plan{}, temporal.NewNonRetryableApplicationError(err.Error(), api.ErrTypeBundle, nil)
-	}
-	inv, err := a.Inventory.Read(ctx)
-	if err != nil {
-		return api.Plan{}, fmt.Errorf("reading the cluster inventory: %w", err)
-	}
-	p := api.Plan{Commit: in.Commit, InventoryGeneration: inv.Generation, Clusters: []api.PlannedCluster{}, Warnings: plan.Warnings(bundles),
-		Leaving: leavingOf(inv, in.Key().Namespace)}
-	deps := plan.ResolveDependsOn(bundles, in.GitRepo, in.Namespace)
-	for i, b := range bundles {
-		p.Bundles = append(p.Bundles, bundleRef(b, deps[i]))
-		if b.Err != nil {
-			p.Unloaded = append(p.Unloaded, i)
-		}
-	}
-	infos := map[string]fleet.ClusterInfo{}
-	for _, c := range inv.Clusters {
-		if _, leaving := inv.LeavingCluster(c.Metadata.Namespace, c.Metadata.Name); leaving {
-			continue // no GitRepo targets a cluster on its way out (ADR 16)
-		}
-		info := inv.Info(c)
-		pc := api.PlannedCluster{Name: c.Metadata.Name, Digest: inventory.Digest(c, info.Groups), Paused: c.Spec.Paused,
-			Bundles: plan.For(bundles, in.Key().Namespace, info), Agent: c.Spec.Agent != nil}
-		if len(pc.Bundles) > 0 {
-			p.Clusters = append(p.Clusters, pc)
-			infos[pc.Name] = info
-		}
-	}
-	sort.Slice(p.Clusters, func(i, j int) bool { return p.Clusters[i].Name < p.Clusters[j].Name })
-	a.lockCharts(ctx, dir, bundles, p.Bundles, p.Clusters, infos, in)
-	if err := ctx.Err(); err != nil {
-		// Locks made while the activity was being cancelled blame the chart sources for it.
-		return api.Plan{}, err
-	}
-	return p, nil
-}
-
-// bundleRef is what the plan hands each cluster of one bundle: where it is and what it depends on.
-func bundleRef(b plan.Bundle, deps plan.Dependencies) api.BundleRef {
-	ref := api.BundleRef{Name: b.Ref.Name, Path: b.Ref.Path}
-	for _, d := range deps.DependsOn {
-		ref.DependsOn = append(ref.DependsOn, api.Dependency{Name: d.Name, Selector: d.Selector, Bundles: d.Bundles, AcceptedStates: d.AcceptedStates})
-	}
-	if deps.Err != nil {
-		ref.DependsOnError = deps.Err.Error()
-	}
-	return ref
 }
 
 // clusterHandle is what observe and apply need for one cluster.

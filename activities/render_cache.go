@@ -1,20 +1,14 @@
 package activities
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
-	"github.com/flotilla-gitops/flotilla/fleet/bundle"
-	"github.com/flotilla-gitops/flotilla/fleet/tmpl"
-	"github.com/flotilla-gitops/flotilla/internal/chartload"
 	"github.com/flotilla-gitops/flotilla/render"
 )
 
@@ -73,66 +67,6 @@ type renderEntry struct {
 
 const renderCacheSize = 4096
 
-// render renders a bundle for a cluster. forApply asks for the chart and values too; otherwise the result
-// may come from the cache without them.
-func (a *Activities) render(ctx context.Context, h *clusterHandle, t api.ClusterTarget, ref api.BundleRef, forApply bool) (*render.Release, error) {
-	if h.prepared != nil {
-		return a.renderPrepared(ctx, h, t, ref, forApply)
-	}
-	key, cacheable := h.renderKey(t, ref)
-	c := &a.renders
-	c.mu.Lock()
-	if e, ok := c.entries[key]; cacheable && ok && (e.full || !forApply) {
-		rel := e.rel
-		e.used = time.Now()
-		if e.full {
-			e.rel, e.full = lighten(rel), false
-		}
-		c.entries[key] = e
-		c.mu.Unlock()
-		return rel, nil
-	}
-	c.mu.Unlock()
-	b, err := bundle.Load(h.dir, bundle.Ref{Name: ref.Name, Path: ref.Path})
-	if err != nil {
-		return nil, fmt.Errorf("bundle %q: %w", ref.Name, err)
-	}
-	rel, err := render.ForCluster(render.Input{
-		RepoRoot: h.dir, Bundle: b, Cluster: h.info, GitRepo: t.GitRepo, Commit: t.Commit,
-		TargetNamespace: t.Options.TargetNamespace, KeepResources: t.Options.KeepResources, CorrectDrift: t.Options.CorrectDrift,
-		ForceSyncGeneration: t.Options.ForceSyncGeneration, GitRepoNamespace: t.Namespace,
-		Charts:     a.chartLoader(ctx, t.Key(), t.ChartAccess, chartload.TLS{CABundle: t.CABundle, InsecureSkipTLSVerify: t.InsecureSkipTLSVerify}),
-		ChartLocks: ref.Charts,
-	})
-	if err != nil {
-		return nil, err
-	}
-	if !cacheable {
-		return rel, nil
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.entries == nil {
-		c.entries = map[string]renderEntry{}
-	}
-	if len(c.entries) >= renderCacheSize {
-		c.evictOldest()
-	}
-	if forApply {
-		c.entries[key] = renderEntry{rel: lighten(rel), used: time.Now()}
-	} else {
-		c.entries[key] = renderEntry{rel: rel, used: time.Now(), full: true}
-	}
-	return rel, nil
-}
-
-// lighten is what a check needs of a rendering: everything but the chart and values.
-func lighten(rel *render.Release) *render.Release {
-	light := *rel
-	light.Chart, light.Values, light.PostRenderer = nil, nil, nil
-	return &light
-}
-
 func (c *renderCache) evictOldest() {
 	type kv struct {
 		k string
@@ -146,24 +80,4 @@ func (c *renderCache) evictOldest() {
 	for _, e := range all[:len(all)/4+1] {
 		delete(c.entries, e.k)
 	}
-}
-
-// renderErrorType is the error type of a bundle that did not render: a `${ }` template that failed for
-// this cluster, a valuesFrom source the cluster does not have (or that is not Helm values), or anything
-// else wrong with the bundle (its fleet.yaml, its chart, a path that leaves the repository). A path that
-// escapes is a BundleError like the rest; it needs no type of its own.
-func renderErrorType(err error) string {
-	var pe *preparedError
-	if errors.As(err, &pe) {
-		return pe.typ
-	}
-	var te *tmpl.TemplateError
-	if errors.As(err, &te) {
-		return api.ErrTypeTemplate
-	}
-	var vf *render.ValuesFromError
-	if errors.As(err, &vf) {
-		return api.ErrTypeValuesFrom
-	}
-	return api.ErrTypeBundle
 }

@@ -15,15 +15,6 @@ import (
 // Pull mode (ADR 22): the activities that touch an agent-mode cluster run on its own task queue, which
 // only its flotilla-agent polls; the management side renders for it first (Prepare).
 
-const (
-	// agentPresenceMin and agentPresenceMax bound how long a cluster-side activity waits for the agent to
-	// pick it up before the cluster is shown Offline: an agent that polls picks a task up within
-	// milliseconds, so a few seconds already mean it is gone, and an agent that stops is seen Offline at
-	// most agentPresenceMax after the first check that misses it.
-	agentPresenceMin = 5 * time.Second
-	agentPresenceMax = 10 * time.Second
-)
-
 // clusterSide is ctx with opts for an activity that touches the cluster: on the agent's task queue for an
 // agent-mode cluster, waiting at most the agent's presence timeout to be picked up.
 func (r *clusterRun) clusterSide(ctx workflow.Context, opts workflow.ActivityOptions) workflow.Context {

@@ -22,6 +22,12 @@ const (
 	// retry of a failed check (an absent agent), doubling up to AgentResyncInterval.
 	AgentResyncInterval = 5 * time.Minute
 	agentRetryFirst     = 15 * time.Second
+	// agentPresenceMin and agentPresenceMax bound how long a cluster-side activity waits for the agent to
+	// pick it up before the cluster is shown Offline: an agent that polls picks a task up within
+	// milliseconds, so a few seconds already mean it is gone, and an agent that stops is seen Offline at
+	// most agentPresenceMax after the first check that misses it.
+	agentPresenceMin = 5 * time.Second
+	agentPresenceMax = 10 * time.Second
 	// AckTimeout frees a rollout-window slot whose cluster has not answered, so a hung cluster holds no one hostage.
 	AckTimeout = 2 * time.Minute
 	// PromptCheckFirst is the first re-check after an apply; it doubles until the bundle is ready or the check interval is reached.
