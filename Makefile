@@ -45,8 +45,11 @@ vet:
 lint: tools
 	bin/workflowcheck ./workflows/...
 
+## unit: the fast tier, needing only Go and git: every package with -short. A test that starts a program
+## from bin/ (API servers, Temporal, the registry, Flotilla's binaries) or runs to a limit is skipped, and
+## the report lists each skip with its reason; `make test` runs them all.
 unit:
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v /tests)
+	@set -o pipefail; $(GO) test -short -count=1 -json ./... | $(GO) run ./hack/testreport
 
 ## test: everything, on real components (Temporal dev server, kube-apiservers with kwok, git), then the
 ## quick benchmark so the harness keeps working (it fails on a broken experiment, never on a number).

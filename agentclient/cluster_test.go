@@ -3,8 +3,6 @@ package agentclient
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -26,25 +24,16 @@ import (
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/tests/env/localk8s"
+	"github.com/flotilla-gitops/flotilla/tests/env/needs"
 )
 
 func binDir(t *testing.T) string {
-	d := os.Getenv("FLOTILLA_BIN")
-	if d == "" {
-		d, _ = filepath.Abs("../bin")
-	}
-	if _, err := os.Stat(filepath.Join(d, "kube-apiserver")); err != nil {
-		t.Fatalf("kube-apiserver missing in %s: run `make tools`", d)
-	}
-	return d
+	return needs.Binaries(t, "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 }
 
 // One real cluster (etcd, kube-apiserver, controller-manager, scheduler, kwok) serves every scenario;
 // each scenario works in its own namespace.
 func TestAgainstARealCluster(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a local cluster")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	env, err := localk8s.Start(ctx, localk8s.Options{Dir: t.TempDir(), BinDir: binDir(t), Logger: t.Logf,

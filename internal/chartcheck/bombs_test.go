@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/flotilla-gitops/flotilla/tests/env/needs"
 )
 
 // cpuBombLimits cut the CPU limit to a few seconds, so a test does not spend 30 CPU-seconds on a bomb that
@@ -27,6 +29,7 @@ func requireLimit(t *testing.T, err error, want Limit, message string) {
 }
 
 func TestARangeOverIntBombIsStoppedAtTheCPULimit(t *testing.T) {
+	needs.Long(t, "a template bomb run to the CPU limit")
 	c := newTestChecker(t, cpuBombLimits())
 	err := c.Check(context.Background(), install(chartWith(t, "{{ range 1000000000 }}x{{ end }}\n"), nil))
 	requireLimit(t, err, LimitCPU, `chart "web": rendering exceeded the 3s CPU time limit for chart templates`)
@@ -38,6 +41,7 @@ func TestARangeOverIntBombIsStoppedAtTheCPULimit(t *testing.T) {
 // just under it keeps the collector running, soft-limited, until the CPU limit ends it. Either way nothing
 // renders and the worker is unharmed; a CPU limit of a few seconds keeps the test short.
 func TestARepeatBombIsStoppedAtTheMemoryOrTheCPULimit(t *testing.T) {
+	needs.Long(t, "a template bomb run to the memory or CPU limit")
 	c := newTestChecker(t, cpuBombLimits())
 	err := c.Check(context.Background(), install(chartWith(t, "data: {{ repeat 200000000 \"x\" }}\n"), nil))
 	var le *LimitError

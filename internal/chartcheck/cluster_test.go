@@ -15,6 +15,7 @@ import (
 
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/inventory"
+	"github.com/flotilla-gitops/flotilla/tests/env/needs"
 )
 
 // apiServer answers discovery and one ConfigMap in namespace shop, and records every path it is asked.
@@ -108,6 +109,7 @@ data:
 // A child that waits on a cluster that never answers is killed at the wall-clock limit; that refusal is
 // not remembered, since a busy machine or a slow cluster may answer in time later.
 func TestAChildStuckOnTheClusterIsKilledAtTheTimeLimit(t *testing.T) {
+	needs.Long(t, "a child held past the time limit")
 	stuck := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
 	defer stuck.Close()
 	l := DefaultLimits()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flotilla-gitops/flotilla/api"
+	"github.com/flotilla-gitops/flotilla/tests/env/needs"
 	"github.com/flotilla-gitops/flotilla/tests/testsrv/registry"
 	"github.com/flotilla-gitops/flotilla/tests/testsrv/testchart"
 )
@@ -19,9 +19,7 @@ import (
 // startRegistry starts the distribution registry with basic auth and TLS, stopped at cleanup.
 func startRegistry(t *testing.T) (*registry.Registry, *creds) {
 	t.Helper()
-	if _, err := os.Stat(registry.Bin()); err != nil {
-		t.Skipf("%s missing: `make tools` builds it (hack/build-tools.sh registry)", registry.Bin())
-	}
+	needs.Binaries(t, "registry")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	reg, err := registry.Start(ctx, registry.Options{Dir: t.TempDir(), Username: testUser, Password: testPassword})

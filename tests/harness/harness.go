@@ -38,6 +38,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/internal/temporalconn"
 	"github.com/flotilla-gitops/flotilla/tests/env/devenv"
 	"github.com/flotilla-gitops/flotilla/tests/env/localk8s"
+	"github.com/flotilla-gitops/flotilla/tests/env/needs"
 	"github.com/flotilla-gitops/flotilla/tests/env/proc"
 	"github.com/flotilla-gitops/flotilla/tests/env/tempdev"
 )
@@ -49,21 +50,13 @@ func Root() string {
 }
 
 // BinDir holds the built tools and Flotilla's binaries (FLOTILLA_BIN, default <root>/bin).
-func BinDir() string {
-	if d := os.Getenv("FLOTILLA_BIN"); d != "" {
-		return d
-	}
-	return filepath.Join(Root(), "bin")
-}
+func BinDir() string { return needs.BinDir() }
 
-// RequireBinaries skips nothing: a missing binary is a failed setup, with the command that builds it.
+// RequireBinaries skips the scenario under -short (`make unit`); otherwise a missing binary is a failed
+// setup, with the command that builds it.
 func RequireBinaries(t *testing.T) {
 	t.Helper()
-	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "registry", "temporal", "flotilla-worker", "flotilla", "flotilla-agent"} {
-		if _, err := os.Stat(filepath.Join(BinDir(), b)); err != nil {
-			t.Fatalf("%s missing in %s: run `make tools build` (make test does it)", b, BinDir())
-		}
-	}
+	needs.Binaries(t, "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "registry", "temporal", "flotilla-worker", "flotilla", "flotilla-agent")
 }
 
 // Stack is one running Flotilla installation.

@@ -112,7 +112,7 @@ func TestChartRepoCredentialsAreWhatTheWorkerLoads(t *testing.T) {
 	require.Equal(t, r.Password, string(s.Password))
 	require.Equal(t, r.CAPEM, s.CABundle)
 
-	gitrepo, err := os.ReadFile(filepath.Join("..", "..", "examples", "gitrepo.yaml"))
+	gitrepo, err := os.ReadFile(filepath.Join("..", "..", "..", "examples", "gitrepo.yaml"))
 	require.NoError(t, err)
 	require.Contains(t, string(gitrepo), "helmSecretName: "+ChartRepoSecret)
 }
@@ -121,7 +121,7 @@ func TestChartRepoCredentialsAreWhatTheWorkerLoads(t *testing.T) {
 // taken, and left as it is otherwise.
 func TestPointExampleAtChartRepo(t *testing.T) {
 	dir := t.TempDir()
-	require.NoError(t, CopyTree(filepath.Join("..", "..", "examples", "repo"), dir))
+	require.NoError(t, CopyTree(filepath.Join("..", "..", "..", "examples", "repo"), dir))
 	hello := filepath.Join(dir, ExampleChart, "fleet.yaml")
 	original, err := os.ReadFile(hello)
 	require.NoError(t, err)

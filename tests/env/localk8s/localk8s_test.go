@@ -2,7 +2,6 @@ package localk8s
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -13,17 +12,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/flotilla-gitops/flotilla/tests/env/needs"
 )
 
 func binDir(t *testing.T) string {
-	d := os.Getenv("FLOTILLA_BIN")
-	if d == "" {
-		d, _ = filepath.Abs("../../bin")
-	}
-	if _, err := os.Stat(filepath.Join(d, "kube-apiserver")); err != nil {
-		t.Fatalf("kube-apiserver missing in %s: run `make tools`", d)
-	}
-	return d
+	return needs.Binaries(t, "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 }
 
 // Two clusters on one etcd: the one with workloads runs a Deployment to Ready; a stopped apiserver comes

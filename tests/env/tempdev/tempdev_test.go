@@ -6,26 +6,18 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/flotilla-gitops/flotilla/tests/env/needs"
 )
 
 func temporalBin(t *testing.T) string {
 	t.Helper()
-	dir := os.Getenv("FLOTILLA_BIN")
-	if dir == "" {
-		_, file, _, _ := runtime.Caller(0)
-		dir = filepath.Join(filepath.Dir(file), "..", "..", "bin")
-	}
-	bin := filepath.Join(dir, "temporal")
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("%s missing: run `make tools` (make test does it)", bin)
-	}
-	return bin
+	return filepath.Join(needs.Binaries(t, "temporal"), "temporal")
 }
 
 // Start returns only when everything it started answers: right after it, the Web UI's API (which the

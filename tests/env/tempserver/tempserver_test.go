@@ -4,30 +4,20 @@ import (
 	"context"
 	"crypto/tls"
 	"net"
-	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/workflowservice/v1"
 
+	"github.com/flotilla-gitops/flotilla/tests/env/needs"
 	"github.com/flotilla-gitops/flotilla/tests/testsrv/testpki"
 )
 
 func serverBin(t *testing.T) string {
 	t.Helper()
-	dir := os.Getenv("FLOTILLA_BIN")
-	if dir == "" {
-		_, file, _, _ := runtime.Caller(0)
-		dir = filepath.Join(filepath.Dir(file), "..", "..", "bin")
-	}
-	bin := filepath.Join(dir, "temporal-server")
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("%s missing: run `hack/build-tools.sh temporal-server`", bin)
-	}
-	return bin
+	return filepath.Join(needs.Binaries(t, "temporal-server"), "temporal-server")
 }
 
 // Start returns once the namespace is served, to clients whose certificate the CA signed and to no other.
