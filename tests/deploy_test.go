@@ -25,6 +25,7 @@ import (
 // the chart of `make up`'s chart repository (its own process, as `make up` runs it): a version published
 // there later reaches every cluster at the next poll, as `make up` tells its user.
 func TestExampleGitRepoDeploysToThreeClustersWithTheirOwnValues(t *testing.T) {
+	harness.RequireBinaries(t)
 	envs := []string{"dev", "test", "prod"}
 	var clusters []localk8s.ClusterOptions
 	for _, e := range envs {

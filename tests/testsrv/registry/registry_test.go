@@ -10,13 +10,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/flotilla-gitops/flotilla/tests/env/needs"
 	"github.com/flotilla-gitops/flotilla/tests/testsrv/testchart"
 )
 
 func TestStartPushStop(t *testing.T) {
-	if _, err := os.Stat(Bin()); err != nil {
-		t.Skipf("%s missing: `make tools` builds it (hack/build-tools.sh registry)", Bin())
-	}
+	needs.Binaries(t, "registry")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
