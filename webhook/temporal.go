@@ -83,7 +83,7 @@ func (t Temporal) readRefs(ctx context.Context, repos []GitRepo) {
 			}
 			g.Branch, g.Revision = r.Branch, r.Revision
 			// Neither means the repository's HEAD. Such a GitRepo is synced by any push, tags included, as
-			// Fleet does for GitRepos without a branch and as the README says; Follows could narrow that to
+			// Fleet does for GitRepos without a branch and as docs/guide/metrics-and-webhooks.md says; Follows could narrow that to
 			// a push of the default branch the payload names, which would only spare an ls-remote.
 			g.RefUnknown = r.Branch == "" && r.Revision == ""
 		}(&repos[i])
