@@ -21,6 +21,7 @@ import (
 // agents reach: the agents apply what the management side rendered, one agent cluster missing a template
 // value fails alone, and a release of more than 2 MB of manifests reaches an agent through Temporal.
 func TestAgentClustersDeployBesideKubeconfigClustersAndFailAlone(t *testing.T) {
+	t.Parallel()
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "k"}, {Name: "e1"}, {Name: "e2"}}})
 	repo := s.NewRepo(fqdnBundle())
 	s.AddCluster("k", "k", map[string]string{"site": "hq"}, fqdnValues("k.example"))
@@ -90,6 +91,7 @@ func TestAgentClustersDeployBesideKubeconfigClustersAndFailAlone(t *testing.T) {
 // agent killed in the middle of an apply converges after a restart with no revision more than the commits
 // it was given.
 func TestAnAgentAwayForThreeCommitsConvergesOnceAndSurvivesAKill(t *testing.T) {
+	t.Parallel()
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "k"}, {Name: "e"}}})
 	const bundles = 6
 	repo := s.NewRepo(configMapBundles(bundles, "v0"))
@@ -225,6 +227,7 @@ func bigManifestsBundle(size int) map[string]string {
 // by rendering it again), and when one worker is killed while a rollout is in flight, whichever tasks it
 // held, the other finishes the rollout with no Helm revision more than the commits given.
 func TestTwoWorkersShareTheWorkAndEitherServesAnAgent(t *testing.T) {
+	t.Parallel()
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "k"}, {Name: "e"}}})
 	other := s.StartOtherWorker("b")
 	const bundles = 8

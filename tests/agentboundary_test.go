@@ -32,6 +32,7 @@ import (
 // credentials (an agent's included) can start a workflow, poll any queue and queue any task: the test does
 // all three, as an attacker would, against e1, and nothing of e1's opens or is applied anywhere but on e1.
 func TestAnAgentReachesOnlyItsOwnClustersPackagesAndTasks(t *testing.T) {
+	t.Parallel()
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "e1"}, {Name: "e2"}}})
 	repo := s.NewRepo(fqdnBundle())
 	s.AddAgentCluster("e1", map[string]string{"site": "edge"}, fqdnValues("e1.private.example"))

@@ -19,6 +19,7 @@ import (
 // it; ten restarts of the worker, the agent and the Temporal server roll nothing; one changed setting is
 // exactly one rollout.
 func TestTheAgentsDeploymentRollsOnlyWhenItsConfigurationChanges(t *testing.T) {
+	t.Parallel()
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "e"}}})
 	s.AddAgentCluster("e", nil, nil)
 	// The operator applies the agent's manifest in the cluster, then the agent runs (here on the host: the

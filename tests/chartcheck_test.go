@@ -16,6 +16,7 @@ import (
 // renders it in the worker: the worker keeps running, the GitRepo's other bundle deploys, and no release
 // of the bomb is written.
 func TestAChartTemplateBombIsRefusedAndTheWorkerStaysUp(t *testing.T) {
+	t.Parallel()
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a"}}})
 	worker := s.Worker.PID()
 	repo := s.NewRepo(map[string]string{

@@ -28,6 +28,7 @@ import (
 // deployment gets both. The codec server gives them back to `temporal workflow show --codec-endpoint`,
 // and a CLI without the key is told which flag it lacks.
 func TestEncryptedPayloadsKeepValuesOutOfHistoriesAndTheCodecServerDecodesThem(t *testing.T) {
+	t.Parallel()
 	const clusterCanary, fleetCanary = "plaintext-canary-7c1f", "fleetyaml-canary-3b9e"
 	keys := filepath.Join(t.TempDir(), "codec-keys.yaml")
 	require.NoError(t, os.WriteFile(keys, []byte(fmt.Sprintf("keys:\n- id: e2e-1\n  key: %s\n",

@@ -34,7 +34,8 @@ import (
 // three registered by their mounted kubeconfigs, one in pull mode through the compose file's agent. One worker container is killed mid-rollout and the other finishes it, with
 // one Helm revision per release; the PostgreSQL and Temporal containers are restarted and nothing is lost
 // or redeployed, nor by a second `up`; the next commit still rolls out; `down -v` leaves no container,
-// volume or network.
+// volume or network. It runs alone, not in parallel: it builds images and its containers take most of the
+// machine while it kills and restarts them.
 func TestTheComposedStackRollsOutThroughAWorkerKillAndARestartedDatabase(t *testing.T) {
 	harness.RequireDocker(t)
 	harness.RequireBinaries(t)

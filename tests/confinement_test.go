@@ -19,6 +19,7 @@ import (
 // paths inside the repository. Both a values file and a manifest reached that way are refused, naming the
 // path, and nothing of the file reaches the cluster or the status; a bundle beside them deploys.
 func TestARepositoryCannotReadTheWorkersFilesThroughChainedSymlinks(t *testing.T) {
+	t.Parallel()
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a"}}})
 	workerFiles := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(workerFiles, "creds.yaml"),

@@ -51,6 +51,7 @@ func writeSecret(t *testing.T, dir, name string, keys map[string][]byte) {
 // secret the worker does not hold fails alone, naming it; one whose secret goes away keeps what it
 // deployed. No workflow history and no line of the worker's log holds the password or the private key.
 func TestPrivateRepositoriesDeployWithTheWorkersCredentialsThatNeverLeaveIt(t *testing.T) {
+	t.Parallel()
 	const password = "pa55-of-the-https-server"
 	root := t.TempDir()
 	httpsRepo := privateRepo(t, root, "over-https", "https", "one")

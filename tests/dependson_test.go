@@ -132,6 +132,7 @@ func waitsFor(c api.ClusterStatus, bundle, dependency, state string) bool {
 // value, the CRD bundle fails and what depends on it waits there alone. A selector with acceptedStates
 // lets the dashboard in as soon as the CRD bundle is NotReady.
 func TestADependentWaitsOnEachClusterUntilItsDependencyIsReadyThere(t *testing.T) {
+	t.Parallel()
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a"}, {Name: "b"}}})
 	dependentWaitsForItsDependency(t, s, helmMultiChart(), "")
 	s.RecordHistories(map[string]string{"cluster-depends-on.json": api.ClusterWorkflowID("multi", "two")})
@@ -141,6 +142,7 @@ func TestADependentWaitsOnEachClusterUntilItsDependencyIsReadyThere(t *testing.T
 // installs rancher-monitoring and its CRD chart: the charts are resolved and pinned by the plan, and the
 // order holds on every cluster.
 func TestADependentFromAChartRepositoryWaitsForItsDependency(t *testing.T) {
+	t.Parallel()
 	repo, creds := startChartRepo(t)
 	files := helmMultiChart()
 	for _, c := range []struct{ dir, name string }{{"helm-multi-chart/crd", "widgets-crd"}, {"helm-multi-chart/app", "widgets"}} {

@@ -23,7 +23,8 @@ import (
 // The example GitRepo of `make up` lands on three clusters (prod through its agent, as `make up` runs it),
 // each with its own templated values, and with
 // the chart of `make up`'s chart repository (its own process, as `make up` runs it): a version published
-// there later reaches every cluster at the next poll, as `make up` tells its user.
+// there later reaches every cluster at the next poll, as `make up` tells its user. Not parallel: it sets
+// FLOTILLA_DEV_DIR for flotilla-dev, as `make up` does.
 func TestExampleGitRepoDeploysToThreeClustersWithTheirOwnValues(t *testing.T) {
 	harness.RequireBinaries(t)
 	envs := []string{"dev", "test", "prod"}
@@ -145,6 +146,7 @@ func helloBundle(c api.ClusterStatus) api.BundleStatus {
 
 // Fleet's users report it (rancher/fleet#2943, #3277): one cluster lacking a template value must fail alone, visibly, and heal when the value arrives.
 func TestMissingTemplateValueFailsOnlyThatCluster(t *testing.T) {
+	t.Parallel()
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a"}, {Name: "b"}}})
 	repo := s.NewRepo(fqdnBundle())
 	s.AddCluster("edge-1", "a", map[string]string{"region": "edge"}, fqdnValues("edge-1.example.com"))
@@ -200,6 +202,7 @@ func TestMissingTemplateValueFailsOnlyThatCluster(t *testing.T) {
 // A new commit is deployed at the next poll; an unchanged commit costs one ls-remote: no clone, no plan,
 // no new Helm revision.
 func TestNewCommitDeploysAtNextPollAndUnchangedCommitChangesNothing(t *testing.T) {
+	t.Parallel()
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a"}}})
 	repo := s.NewRepo(map[string]string{
 		"app/fleet.yaml": "defaultNamespace: app\n",
@@ -231,6 +234,7 @@ func TestNewCommitDeploysAtNextPollAndUnchangedCommitChangesNothing(t *testing.T
 
 // The documented `temporal workflow start` input works against the dev server, and so does the status query.
 func TestTemporalCLIStartsAGitRepoWithTheDocumentedJSON(t *testing.T) {
+	t.Parallel()
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a"}}})
 	repo := s.NewRepo(map[string]string{"hello/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: hello\ndata:\n  a: b\n"})
 	s.AddCluster("a", "a", map[string]string{"env": "dev"}, nil)

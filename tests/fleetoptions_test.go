@@ -20,6 +20,7 @@ import (
 // as each cluster's syncGeneration. Before, only the GitRepo's correctDrift counted and
 // forceSyncGeneration never reached the deployment.
 func TestAFleetUsersBundleOptionsTakeEffect(t *testing.T) {
+	t.Parallel()
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "one"}, {Name: "two"}}})
 	s.AddCluster("one", "one", nil, nil)
 	s.AddCluster("two", "two", nil, nil)

@@ -16,6 +16,7 @@ import (
 // kustomize.dir (whose kustomization patches the chart's objects without listing them), and what kustomize
 // builds is what is deployed, as `flotilla render` previews it. A changed patch is a new deployment.
 func TestAChartsOutputGoesThroughKustomizeDirOnTheCluster(t *testing.T) {
+	t.Parallel()
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a"}}})
 	patch := func(v string) string {
 		return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  v: " + v + "\n"

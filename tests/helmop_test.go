@@ -45,6 +45,7 @@ spec:
 // published version at the next poll, and is listed by `flotilla get helmops` with its version, not by
 // `get gitrepos`.
 func TestHelmOpDeploysAChartWithoutGit(t *testing.T) {
+	t.Parallel()
 	repo, creds := startChartRepo(t)
 	publish(t, repo, "web", "1.0.0")
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "k"}},

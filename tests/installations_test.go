@@ -21,6 +21,7 @@ import (
 // sees, lists and deploys only its own. A push reaches only the GitRepo of the installation whose webhook
 // received it, and a GitRepo name one installation runs is refused to the other.
 func TestTwoInstallationsOnOneNamespaceEachSeeAndDeployOnlyTheirOwn(t *testing.T) {
+	t.Parallel()
 	const secret = "e2e-installations-secret"
 	secretFile := filepath.Join(t.TempDir(), "webhook-secret")
 	require.NoError(t, os.WriteFile(secretFile, []byte(secret), 0o600))

@@ -33,6 +33,7 @@ func clusterNames(cs []api.ClusterStatus) []string {
 // command says which GitRepo could not uninstall and why, and the cluster stays listed as leaving until
 // it is removed again, here with --keep-workloads.
 func TestARemovedClusterIsUninstalledBeforeItIsForgotten(t *testing.T) {
+	t.Parallel()
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "one"}, {Name: "two"}, {Name: "three"}}})
 	for _, c := range []string{"one", "two", "three"} {
 		s.AddCluster(c, c, map[string]string{"env": "x"}, nil)
@@ -148,6 +149,7 @@ func namespaceGone(cs *kubernetes.Clientset, ns string) func() bool {
 // release is uninstalled (here: the bundle deleted from the repository), unless another release still
 // lives there.
 func TestDeleteNamespaceDeletesWhatTheGitRepoOrBundleOwned(t *testing.T) {
+	t.Parallel()
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a"}, {Name: "b"}}})
 	s.AddCluster("a", "a", map[string]string{"env": "x"}, nil)
 	s.AddCluster("b", "b", map[string]string{"env": "x"}, nil)

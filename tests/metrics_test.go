@@ -25,6 +25,7 @@ import (
 // installs, a change to one bundle two upgrades more, and nothing failed; the clusters gauge reaches two
 // Ready clusters for the GitRepo; checks, git operations and the SDK's own worker metrics are there too.
 func TestMetricsFollowARollout(t *testing.T) {
+	t.Parallel()
 	port, err := proc.FreePort()
 	require.NoError(t, err)
 	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", port)

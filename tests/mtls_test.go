@@ -25,6 +25,7 @@ import (
 // server's CA and a certificate its CA signed, given as flags to the worker and an agent and as Temporal's
 // TEMPORAL_TLS_* variables to the CLI, a GitRepo deploys to a cluster of each and the CLI reports it.
 func TestATemporalRequiringMTLSServesOnlyFlotillaWithACertificateItsCASigned(t *testing.T) {
+	t.Parallel()
 	harness.RequireBinaries(t)
 	serverBin := filepath.Join(harness.BinDir(), "temporal-server")
 	if _, err := os.Stat(serverBin); err != nil {

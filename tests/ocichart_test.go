@@ -29,6 +29,7 @@ const registryPassword = "registry-pa55word"
 // GitRepo's caBundle trusts both servers. A dependency the registry lacks, a chart URL that is a 404 and one
 // that is no chart fail their bundles alone, each naming what failed, while the others deploy.
 func TestChartsFromAnOCIRegistryWithDependencies(t *testing.T) {
+	t.Parallel()
 	harness.RequireBinaries(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

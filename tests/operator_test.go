@@ -23,6 +23,7 @@ import (
 // An operator drives a GitRepo through its whole life with the CLI alone: register clusters, apply a
 // group and a GitRepo, read status as a script would, pause, resume, sync, remove a cluster, delete.
 func TestOperatorDrivesAGitRepoWithTheCLI(t *testing.T) {
+	t.Parallel()
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "one"}, {Name: "two"}}})
 	repo := s.NewRepo(map[string]string{"app/cm.yaml": fmt.Sprintf(configMapV, "1")})
 
@@ -150,6 +151,7 @@ spec:
 // and commit as search attributes (filterable), its cluster workflows findable by cluster, and an update
 // that changes the polling interval with validation.
 func TestWebUIListsGitReposAndTheirClusters(t *testing.T) {
+	t.Parallel()
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a"}}})
 	repo := s.NewRepo(map[string]string{"app/cm.yaml": fmt.Sprintf(configMapV, "1")})
 	s.AddCluster("a", "a", nil, nil)

@@ -38,6 +38,7 @@ func bundleFailing(cluster, bundle, want string) func(api.GitRepoStatus) bool {
 // first's release over (before, the two overwrote each other at every check) nor uninstall it when it is
 // deleted; a release no Flotilla GitRepo installed is not taken either, unless the bundle asks to adopt it.
 func TestOneGitRepoNeverTakesOverAnothersRelease(t *testing.T) {
+	t.Parallel()
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "k"}}})
 	s.AddCluster("k", "k", nil, nil)
 	first := s.NewRepo(map[string]string{"b/c/cm.yaml": fmt.Sprintf(configMapV, "first")})

@@ -17,6 +17,7 @@ import (
 // On a Temporal server Flotilla did not start (no search attributes defined), the worker creates the
 // attributes it needs and deploys, instead of failing every workflow task in silence.
 func TestTheWorkerSetsUpABareTemporalAndDeploys(t *testing.T) {
+	t.Parallel()
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a"}}, BareTemporal: true})
 	repo := s.NewRepo(map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  v: \"1\"\n"})
 	s.AddCluster("a", "a", nil, nil)
@@ -31,6 +32,7 @@ func TestTheWorkerSetsUpABareTemporalAndDeploys(t *testing.T) {
 // An attribute that exists with another type cannot be used or created: the worker exits at once,
 // naming it, rather than polling a namespace where every workflow task would fail.
 func TestTheWorkerRefusesAConflictingSearchAttribute(t *testing.T) {
+	t.Parallel()
 	harness.RequireBinaries(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -48,6 +48,7 @@ func publish(t *testing.T, repo *chartrepo.Server, name, version string) chartre
 // repository that goes down fails that bundle by URL and status, and nothing deployed is touched. The
 // repository's password never reaches Temporal or the worker's log.
 func TestChartFromHelmRepositoryFollowsItsConstraint(t *testing.T) {
+	t.Parallel()
 	repo, creds := startChartRepo(t)
 	v100 := publish(t, repo, "web", "1.0.0")
 	publish(t, repo, "web", "2.0.0") // outside the constraint

@@ -32,6 +32,7 @@ func releaseGone(s *harness.Stack, backing, gitRepo, name string) func() bool {
 // back to the GitRepo's targets, dropped the clusters only its overrideTargets reached and uninstalled it
 // there); a commit that leaves no bundle at all is held until a person approves it.
 func TestWhatLeavesAClusterIsUninstalledAndOnlyThat(t *testing.T) {
+	t.Parallel()
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "one"}, {Name: "two"}}})
 	s.AddCluster("one", "one", nil, nil)
 	s.AddCluster("two", "two", nil, nil)

@@ -22,6 +22,7 @@ func render(s *harness.Stack, args ...string) devenv.CLIResult {
 // inventory: the cluster lacking a template value fails by name, with its bundle and key, the other passes
 // with the objects it would get, and the exit code says a cluster failed.
 func TestRenderGitRepoPreviewsEveryTargetedCluster(t *testing.T) {
+	t.Parallel()
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a"}, {Name: "b"}}})
 	repo := s.NewRepo(fqdnBundle())
 	s.AddCluster("edge-1", "a", map[string]string{"region": "edge"}, fqdnValues("edge-1.example.com"))

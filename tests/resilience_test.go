@@ -36,6 +36,7 @@ func configMapBundles(n int, version string) map[string]string {
 // A worker killed with SIGKILL in the middle of a fan-out: every cluster converges after a restart, and no
 // release gets more Helm revisions than the commits it was given.
 func TestWorkerKilledMidFanOutConvergesWithoutExtraRevisions(t *testing.T) {
+	t.Parallel()
 	backing := []string{"a", "b", "c", "d"}
 	var clusters []localk8s.ClusterOptions
 	for _, b := range backing {
@@ -93,6 +94,7 @@ func TestWorkerKilledMidFanOutConvergesWithoutExtraRevisions(t *testing.T) {
 
 // Bad input fails the bundle that holds it, with a message naming the file, key or function; the others deploy.
 func TestBadBundlesFailAloneWithClearErrors(t *testing.T) {
+	t.Parallel()
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a"}}})
 	repo := s.NewRepo(map[string]string{
 		"good/cm.yaml":              "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: good\ndata:\n  ok: \"yes\"\n",
@@ -147,6 +149,7 @@ func TestBadBundlesFailAloneWithClearErrors(t *testing.T) {
 // An unreachable cluster retries alone while the others are Ready, is shown as unreachable, never as a
 // stale Ready, and converges once it is back.
 func TestUnreachableClusterRetriesAlone(t *testing.T) {
+	t.Parallel()
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "up"}, {Name: "down"}}})
 	repo := s.NewRepo(map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  v: \"1\"\n"})
 	s.AddCluster("up", "up", map[string]string{"env": "x"}, nil)
@@ -171,6 +174,7 @@ func TestUnreachableClusterRetriesAlone(t *testing.T) {
 // A repository that vanishes is an error on the GitRepo, never "no bundles": nothing deployed is removed,
 // and the GitRepo recovers when the repository is back.
 func TestVanishedRepositoryDeletesNothing(t *testing.T) {
+	t.Parallel()
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a"}}})
 	repo := s.NewRepo(map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  v: \"1\"\n"})
 	s.AddCluster("a", "a", nil, nil)

@@ -59,6 +59,7 @@ func seedCluster(st api.GitRepoStatus) api.ClusterStatus {
 // Fleet counts a resource deleted by hand as ready (11/11); here it must not count as ready. It is `missing`, the counts say
 // 10/11, a changed Deployment is `modified`; with correctDrift enabled both are restored.
 func TestDeletedAndModifiedObjectsAreReportedThenCorrected(t *testing.T) {
+	t.Parallel()
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a", Workloads: true}}})
 	repo := s.NewRepo(seedBundle())
 	s.AddCluster("a", "a", nil, nil)
@@ -110,6 +111,7 @@ func TestDeletedAndModifiedObjectsAreReportedThenCorrected(t *testing.T) {
 // the object back from the first check of the new desired state, not from a worker restart: the cached
 // rendering made under the old option must not answer for the new one.
 func TestCorrectDriftTurnedOnWithoutACommitRestoresAtTheNextCheck(t *testing.T) {
+	t.Parallel()
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a", Workloads: true}}})
 	repo := s.NewRepo(seedBundle())
 	s.AddCluster("a", "a", nil, nil)
@@ -146,6 +148,7 @@ func TestCorrectDriftTurnedOnWithoutACommitRestoresAtTheNextCheck(t *testing.T) 
 // Two of Fleet's known failures: deleting generated state by hand (the Helm release Secrets, a cluster's
 // workflow) is repaired by the next check; restarting the worker or the Temporal server re-applies nothing.
 func TestGeneratedStateComesBackAndRestartsAddNoRevisions(t *testing.T) {
+	t.Parallel()
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a", Workloads: true}}})
 	repo := s.NewRepo(seedBundle())
 	s.AddCluster("a", "a", nil, nil)
@@ -195,6 +198,7 @@ func TestGeneratedStateComesBackAndRestartsAddNoRevisions(t *testing.T) {
 // A cluster that no longer matches a target has the GitRepo's releases uninstalled; deleting a GitRepo with
 // keepResources drops only the Helm record.
 func TestLeavingTheTargetsUninstallsAndKeepResourcesKeeps(t *testing.T) {
+	t.Parallel()
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a"}, {Name: "b"}}})
 	repo := s.NewRepo(map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  v: \"1\"\n"})
 	s.AddCluster("a", "a", map[string]string{"env": "x"}, nil)

@@ -15,6 +15,7 @@ import (
 // A bundle that stops rendering on a cluster (its value removed) keeps running there from the earlier
 // commit. Its status must show that release, its objects and its commit beside the error, never "0/0".
 func TestABundleThatStopsRenderingStillShowsWhatRuns(t *testing.T) {
+	t.Parallel()
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a"}}})
 	files := fqdnBundle()
 	files["web/chart/templates/second.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-2\ndata:\n  n: \"2\"\n"

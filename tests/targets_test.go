@@ -17,6 +17,7 @@ import (
 // every registered cluster until the user defines their own. Targets that match nothing, and a bundle
 // that targetCustomizations send nowhere, are not Ready, and say why in status, CLI and Web UI.
 func TestTargetsLeftOutDeployToTheDefaultGroupAndNowhereIsNotReady(t *testing.T) {
+	t.Parallel()
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a"}}})
 	repo := s.NewRepo(map[string]string{
 		"app/cm.yaml":        fmt.Sprintf(configMapV, "1"),

@@ -79,6 +79,7 @@ func createValuesSources(t *testing.T, s *harness.Stack, ns, config, password st
 // appear; a changed Secret is redeployed at the next check. What the Secret holds never enters a workflow
 // history, a status or the worker's log.
 func TestValuesFromAreReadOnEachClusterAndNeverLeaveIt(t *testing.T) {
+	t.Parallel()
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a"}}})
 	const (
 		oneSecret   = "s3cr3t-of-one-v1"

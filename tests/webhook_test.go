@@ -26,6 +26,7 @@ import (
 // A push event deploys the pushed commit at once, though the GitRepo polls only hourly; an event with a
 // wrong signature or token changes nothing, not even a poll.
 func TestWebhookPushDeploysAtOnceAndAForgedOneChangesNothing(t *testing.T) {
+	t.Parallel()
 	const secret = "e2e-webhook-secret"
 	secretFile := filepath.Join(t.TempDir(), "webhook-secret")
 	require.NoError(t, os.WriteFile(secretFile, []byte(secret+"\n"), 0o600))

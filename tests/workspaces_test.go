@@ -24,6 +24,7 @@ import (
 // other's releases, also on an API server both deploy to, where every release is labelled gitrepo=web. A
 // third web, fleet-default's, is refused team-a's release by its owner's name.
 func TestWorkspacesKeepSameNamedGitReposApart(t *testing.T) {
+	t.Parallel()
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "kube-a"}, {Name: "kube-b"}}})
 	repo := s.NewRepo(map[string]string{"app/cm.yaml": fmt.Sprintf(configMapV, "1")})
 	s.AddClusterIn("team-a", "edge", "kube-a", nil, nil)
