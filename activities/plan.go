@@ -3,7 +3,6 @@ package activities
 import (
 	"context"
 	"fmt"
-	"sort"
 
 	"go.temporal.io/sdk/temporal"
 
@@ -12,7 +11,6 @@ import (
 	"github.com/flotilla-gitops/flotilla/fleet/plan"
 	"github.com/flotilla-gitops/flotilla/fleet/target"
 	"github.com/flotilla-gitops/flotilla/internal/gitcache"
-	"github.com/flotilla-gitops/flotilla/inventory"
 )
 
 // Plan discovers bundles at a commit and computes which clusters each targets (fleet/plan). A bundle whose
@@ -40,43 +38,23 @@ func (a *Activities) Plan(ctx context.Context, in api.PlanInput) (api.Plan, erro
 	}
 	p := api.Plan{Commit: in.Commit, InventoryGeneration: inv.Generation, Clusters: []api.PlannedCluster{}, Warnings: plan.Warnings(bundles),
 		Leaving: leavingOf(inv, in.Key().Namespace)}
-	deps := plan.ResolveDependsOn(bundles, in.GitRepo, in.Namespace)
+	p.Bundles, _ = api.BundleRefsOf(in.Key(), bundles)
 	for i, b := range bundles {
-		p.Bundles = append(p.Bundles, bundleRef(b, deps[i]))
 		if b.Err != nil {
 			p.Unloaded = append(p.Unloaded, i)
 		}
 	}
 	infos := map[string]fleet.ClusterInfo{}
-	for _, c := range inv.Clusters {
-		if _, leaving := inv.LeavingCluster(c.Metadata.Namespace, c.Metadata.Name); leaving {
-			continue // no GitRepo targets a cluster on its way out (ADR 16)
-		}
-		info := inv.Info(c)
-		pc := api.PlannedCluster{Name: c.Metadata.Name, Digest: inventory.Digest(c, info.Groups), Paused: c.Spec.Paused,
-			Bundles: plan.For(bundles, in.Key().Namespace, info), Agent: c.Spec.Agent != nil}
-		if len(pc.Bundles) > 0 {
-			p.Clusters = append(p.Clusters, pc)
-			infos[pc.Name] = info
-		}
+	for _, tc := range inv.TargetedBy(in.Key().Namespace, bundles) {
+		pc := api.PlannedCluster{Name: tc.Cluster.Metadata.Name, Digest: tc.Digest, Paused: tc.Cluster.Spec.Paused,
+			Bundles: tc.Bundles, Agent: tc.Cluster.Spec.Agent != nil}
+		p.Clusters = append(p.Clusters, pc)
+		infos[pc.Name] = tc.Info
 	}
-	sort.Slice(p.Clusters, func(i, j int) bool { return p.Clusters[i].Name < p.Clusters[j].Name })
 	a.lockCharts(ctx, dir, bundles, p.Bundles, p.Clusters, infos, in)
 	if err := ctx.Err(); err != nil {
 		// Locks made while the activity was being cancelled blame the chart sources for it.
 		return api.Plan{}, err
 	}
 	return p, nil
-}
-
-// bundleRef is what the plan hands each cluster of one bundle: where it is and what it depends on.
-func bundleRef(b plan.Bundle, deps plan.Dependencies) api.BundleRef {
-	ref := api.BundleRef{Name: b.Ref.Name, Path: b.Ref.Path}
-	for _, d := range deps.DependsOn {
-		ref.DependsOn = append(ref.DependsOn, api.Dependency{Name: d.Name, Selector: d.Selector, Bundles: d.Bundles, AcceptedStates: d.AcceptedStates})
-	}
-	if deps.Err != nil {
-		ref.DependsOnError = deps.Err.Error()
-	}
-	return ref
 }

@@ -39,13 +39,8 @@ func (a *Activities) render(ctx context.Context, h *clusterHandle, t api.Cluster
 	if err != nil {
 		return nil, fmt.Errorf("bundle %q: %w", ref.Name, err)
 	}
-	rel, err := render.ForCluster(render.Input{
-		RepoRoot: h.dir, Bundle: b, Cluster: h.info, GitRepo: t.GitRepo, Commit: t.Commit,
-		TargetNamespace: t.Options.TargetNamespace, KeepResources: t.Options.KeepResources, CorrectDrift: t.Options.CorrectDrift,
-		ForceSyncGeneration: t.Options.ForceSyncGeneration, GitRepoNamespace: t.Namespace,
-		Charts:     a.chartLoader(ctx, t.Key(), t.ChartAccess, chartload.TLS{CABundle: t.CABundle, InsecureSkipTLSVerify: t.InsecureSkipTLSVerify}),
-		ChartLocks: ref.Charts,
-	})
+	charts := a.chartLoader(ctx, t.Key(), t.ChartAccess, chartload.TLS{CABundle: t.CABundle, InsecureSkipTLSVerify: t.InsecureSkipTLSVerify})
+	rel, err := render.ForCluster(render.InputFor(t, ref, h.dir, b, h.info, charts))
 	if err != nil {
 		return nil, err
 	}

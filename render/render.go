@@ -321,3 +321,14 @@ func deploymentID(rel *Release, extra []byte, forced string, kustomizeDigest []b
 	h.Write(placement)
 	return "s-" + hex.EncodeToString(h.Sum(nil))[:40], nil
 }
+
+// InputFor is how a cluster's target renders one of its bundles, loaded from dir (the checkout of
+// t.Commit): the worker's render and `flotilla render --gitrepo` build their input here alone.
+func InputFor(t api.ClusterTarget, ref api.BundleRef, dir string, b *bundle.Bundle, cluster fleet.ClusterInfo, charts ChartLoader) Input {
+	return Input{
+		RepoRoot: dir, Bundle: b, Cluster: cluster, GitRepo: t.GitRepo, Commit: t.Commit,
+		TargetNamespace: t.Options.TargetNamespace, KeepResources: t.Options.KeepResources, CorrectDrift: t.Options.CorrectDrift,
+		ForceSyncGeneration: t.Options.ForceSyncGeneration, GitRepoNamespace: t.Namespace,
+		Charts: charts, ChartLocks: ref.Charts,
+	}
+}

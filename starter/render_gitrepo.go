@@ -34,15 +34,9 @@ func renderGitRepo(cmd *cobra.Command, g *globals, f *renderFlags) error {
 	if err != nil {
 		return err
 	}
-	clusters := inv.Clusters
-	if f.cluster != "" {
-		cl, ok := inv.Cluster(key.Namespace, f.cluster)
-		if !ok {
-			return fmt.Errorf("cluster %q is not registered", fleet.DisplayName(key.Namespace, f.cluster))
-		}
-		clusters = []fleet.Cluster{cl}
+	if _, ok := inv.Cluster(key.Namespace, f.cluster); f.cluster != "" && !ok {
+		return fmt.Errorf("cluster %q is not registered", fleet.DisplayName(key.Namespace, f.cluster))
 	}
-
 	dir, cleanup, err := checkout(cmd.Context(), f, key.Namespace, gr.Spec, commit)
 	if err != nil {
 		return err
@@ -64,30 +58,37 @@ func renderGitRepo(cmd *cobra.Command, g *globals, f *renderFlags) error {
 	}
 	charts := chartLoader(cmd.Context(), key.Namespace, api.ChartAccessOf(gr.Spec),
 		chartload.TLS{CABundle: gr.Spec.CABundle, InsecureSkipTLSVerify: gr.Spec.InsecureSkipTLSVerify}, secrets)
-	deps := plan.ResolveDependsOn(bundles, gr.Metadata.Name, key.Namespace)
+	// The worker's own decisions: which clusters each bundle reaches (leaving clusters never), and the
+	// target each cluster is delivered, from which every bundle's render input is built.
+	refs, deps := api.BundleRefsOf(key, bundles)
+	targeted := inv.TargetedBy(key.Namespace, bundles)
+	if f.cluster != "" {
+		var only []inventory.Targeted
+		for _, tc := range targeted {
+			if tc.Cluster.Metadata.Name == f.cluster {
+				only = append(only, tc)
+			}
+		}
+		if len(only) == 0 {
+			return fmt.Errorf("gitrepo %q does not target cluster %q", key, f.cluster)
+		}
+		targeted = only
+	}
 	var results []clusterResult
-	for _, cl := range clusters {
-		info := inv.Info(cl)
-		res := clusterResult{Cluster: cl.Metadata.Name, Bundles: []bundleResult{}}
-		for _, i := range plan.For(bundles, key.Namespace, info) {
+	for _, tc := range targeted {
+		pc := api.PlannedCluster{Name: tc.Cluster.Metadata.Name, Digest: tc.Digest, Bundles: tc.Bundles, Agent: tc.Cluster.Spec.Agent != nil}
+		t := api.TargetOf(key, gr.Spec, commit, pc, refs)
+		res := clusterResult{Cluster: pc.Name, Bundles: []bundleResult{}}
+		for j, i := range tc.Bundles {
 			b := bundles[i]
 			if b.Err != nil {
 				res.Bundles = append(res.Bundles, bundleResult{Bundle: b.Ref.Name, Path: b.Ref.Path, Error: b.Err.Error()})
 				continue
 			}
-			res.Bundles = append(res.Bundles, renderBundle(render.Input{
-				RepoRoot: dir, Bundle: b.Bundle, Cluster: info, GitRepo: gr.Metadata.Name, Commit: commit,
-				TargetNamespace: gr.Spec.TargetNamespace, KeepResources: gr.Spec.KeepResources, CorrectDrift: gr.Spec.CorrectDrift,
-				ForceSyncGeneration: gr.Spec.ForceSyncGeneration, GitRepoNamespace: key.PayloadNamespace(),
-				Charts: charts,
-			}, gr.Spec.Paused))
+			res.Bundles = append(res.Bundles, renderBundle(render.InputFor(t, t.Bundles[j], dir, b.Bundle, tc.Info, charts), gr.Spec.Paused))
 		}
 		withDependsOn(&res, bundles, deps)
-		if len(res.Bundles) > 0 {
-			results = append(results, res)
-		} else if f.cluster != "" {
-			return fmt.Errorf("gitrepo %q does not target cluster %q", key, f.cluster)
-		}
+		results = append(results, res)
 	}
 	if results == nil {
 		results = []clusterResult{}

@@ -7,27 +7,14 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 
-	"github.com/flotilla-gitops/flotilla/api"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/flotilla-gitops/flotilla/api"
 )
 
 func (g *gitRepoRun) target(pc api.PlannedCluster) api.ClusterTarget {
-	s := g.spec.Spec
-	t := api.ClusterTarget{
-		GitRepo: g.name(), Cluster: pc.Name, ClusterDigest: pc.Digest, Repo: s.Repo, Commit: g.carry.Commit,
-		ClientSecretName: s.ClientSecretName, Namespace: g.key.PayloadNamespace(),
-		CABundle: s.CABundle, InsecureSkipTLSVerify: s.InsecureSkipTLSVerify, ChartAccess: api.ChartAccessOf(s),
-		HelmOp: s.HelmOp, Agent: pc.Agent,
-		Options: api.DeployOptions{
-			TargetNamespace: s.TargetNamespace, KeepResources: s.KeepResources,
-			CorrectDrift: s.CorrectDrift, ForceSyncGeneration: s.ForceSyncGeneration,
-		},
-	}
-	for _, i := range pc.Bundles {
-		t.Bundles = append(t.Bundles, g.carry.Plan.Bundles[i])
-	}
-	return t
+	return api.TargetOf(g.key, g.spec.Spec, g.carry.Commit, pc, g.carry.Plan.Bundles)
 }
 
 // deliver hands changed desired states to cluster workflows, at most window of them in flight at a time.

@@ -1,4 +1,4 @@
-package activities
+package api_test
 
 import (
 	"errors"
@@ -15,7 +15,7 @@ import (
 // and so does the cycle it is on.
 func TestThePlanHandsEachBundleItsResolvedDependsOn(t *testing.T) {
 	b := plan.Bundle{Ref: bundle.Ref{Name: "multi-app", Path: "multi/app"}}
-	ref := bundleRef(b, plan.Dependencies{
+	ref := api.BundleRefOf(b, plan.Dependencies{
 		DependsOn: []plan.Dependency{
 			{Name: "multi-crd", Bundles: []string{"multi-crd"}},
 			{Selector: "tier=db", Bundles: []string{"db-a", "db-b"}, AcceptedStates: []string{"Ready", "Modified"}},
@@ -29,6 +29,6 @@ func TestThePlanHandsEachBundleItsResolvedDependsOn(t *testing.T) {
 		},
 		DependsOnError: "dependsOn cycle: multi-app → multi-crd → multi-app"}, ref)
 
-	require.Equal(t, api.BundleRef{Name: "web", Path: "web"}, bundleRef(plan.Bundle{Ref: bundle.Ref{Name: "web", Path: "web"}}, plan.Dependencies{}),
+	require.Equal(t, api.BundleRef{Name: "web", Path: "web"}, api.BundleRefOf(plan.Bundle{Ref: bundle.Ref{Name: "web", Path: "web"}}, plan.Dependencies{}),
 		"a bundle without dependsOn plans as before")
 }
