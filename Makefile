@@ -9,6 +9,9 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # GO_LDFLAGS_EXTRA: e.g. "-s -w" for the smaller binaries of the Dockerfile.
 GOBUILD = $(GO) build -trimpath -ldflags "$(GO_LDFLAGS_EXTRA) -X github.com/flotilla-gitops/flotilla/internal/version.Version=$(VERSION)"
 TEST_TIMEOUT ?= 40m
+# TEST_PARALLEL is how many end-to-end scenarios run at once, each on its own stack: they mostly wait for
+# readiness, so four keep a 2-core machine busy without starving one another.
+TEST_PARALLEL ?= 4
 export CGO_ENABLED ?= 0
 
 .PHONY: all tools build up down test unit e2e vet lint clean bench bench-quick bench-compare
@@ -54,7 +57,7 @@ unit:
 ## test: everything, on real components (Temporal dev server, kube-apiservers with kwok, git), then the
 ## quick benchmark so the harness keeps working (it fails on a broken experiment, never on a number).
 test: tools build vet lint
-	FLOTILLA_BIN=$(CURDIR)/bin FLOTILLA_REQUIRE_DOCKER=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	FLOTILLA_BIN=$(CURDIR)/bin FLOTILLA_REQUIRE_DOCKER=1 $(GO) test -count=1 -parallel $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) ./...
 	bin/flotilla-bench --quick --out "$(BENCH_QUICK_OUT)"
 	hack/bench-compare.sh --lenient "$(BASE)" --quick --apiservers 3 --experiments fleet-shape-1x10x3 --rounds 2 --out "$(BENCH_COMPARE_QUICK_OUT)"
 
