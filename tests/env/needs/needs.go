@@ -44,3 +44,9 @@ func Long(t testing.TB, why string) {
 		t.Skipf("-short: %s (make test runs it)", why)
 	}
 }
+
+// Binary is Binaries for one program, returning its path.
+func Binary(t testing.TB, name string) string {
+	t.Helper()
+	return filepath.Join(Binaries(t, name), name)
+}

@@ -15,17 +15,12 @@ import (
 	"github.com/flotilla-gitops/flotilla/tests/env/needs"
 )
 
-func temporalBin(t *testing.T) string {
-	t.Helper()
-	return filepath.Join(needs.Binaries(t, "temporal"), "temporal")
-}
-
 // Start returns only when everything it started answers: right after it, the Web UI's API (which the
 // browser and the tests call) answers 200, not the 503 of a UI whose frontend connection is in back-off.
 func TestStartReturnsWhenTheWebUIAnswers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	s, err := Start(ctx, Options{Bin: temporalBin(t), Dir: t.TempDir()})
+	s, err := Start(ctx, Options{Bin: needs.Binary(t, "temporal"), Dir: t.TempDir()})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Stop() })
 
@@ -42,7 +37,7 @@ func TestAServerThatDiesWhileStartingIsStartedAgainOnNewPorts(t *testing.T) {
 	// The first start exits at once, as a server whose port was taken does; later ones are the real server.
 	wrapper := filepath.Join(dir, "temporal-once-broken")
 	script := fmt.Sprintf("#!/bin/sh\nif [ ! -e %[1]q ]; then : > %[1]q; echo 'bind: address already in use' >&2; exit 1; fi\nexec %[2]q \"$@\"\n",
-		filepath.Join(dir, "failed-once"), temporalBin(t))
+		filepath.Join(dir, "failed-once"), needs.Binary(t, "temporal"))
 	require.NoError(t, os.WriteFile(wrapper, []byte(script), 0o755))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)

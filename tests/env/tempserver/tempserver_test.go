@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"net"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -15,18 +14,13 @@ import (
 	"github.com/flotilla-gitops/flotilla/tests/testsrv/testpki"
 )
 
-func serverBin(t *testing.T) string {
-	t.Helper()
-	return filepath.Join(needs.Binaries(t, "temporal-server"), "temporal-server")
-}
-
 // Start returns once the namespace is served, to clients whose certificate the CA signed and to no other.
 func TestStartServesTheNamespaceOnlyToClientsWithACertificate(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	pki, err := testpki.New()
 	require.NoError(t, err)
-	s, err := Start(ctx, Options{Bin: serverBin(t), Dir: t.TempDir(), Namespace: "flotilla", MTLS: pki})
+	s, err := Start(ctx, Options{Bin: needs.Binary(t, "temporal-server"), Dir: t.TempDir(), Namespace: "flotilla", MTLS: pki})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Stop() })
 
