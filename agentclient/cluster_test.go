@@ -28,7 +28,7 @@ import (
 )
 
 func binDir(t *testing.T) string {
-	return needs.Binaries(t, "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+	return needs.LocalClusters(t)
 }
 
 // One real cluster (etcd, kube-apiserver, controller-manager, scheduler, kwok) serves every scenario;

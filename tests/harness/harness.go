@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -56,7 +57,7 @@ func BinDir() string { return needs.BinDir() }
 // setup, with the command that builds it.
 func RequireBinaries(t *testing.T) {
 	t.Helper()
-	needs.Binaries(t, "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "registry", "temporal", "flotilla-worker", "flotilla", "flotilla-agent")
+	needs.Binaries(t, slices.Concat(needs.LocalClusterPrograms, []string{"registry", "temporal", "flotilla-worker", "flotilla", "flotilla-agent"})...)
 }
 
 // Stack is one running Flotilla installation.

@@ -17,7 +17,7 @@ import (
 )
 
 func binDir(t *testing.T) string {
-	return needs.Binaries(t, "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+	return needs.LocalClusters(t)
 }
 
 // Two clusters on one etcd: the one with workloads runs a Deployment to Ready; a stopped apiserver comes

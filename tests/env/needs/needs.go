@@ -50,3 +50,13 @@ func Binary(t testing.TB, name string) string {
 	t.Helper()
 	return filepath.Join(Binaries(t, name), name)
 }
+
+// LocalClusterPrograms are what a local cluster runs (tests/env/localk8s): etcd, the Kubernetes control
+// plane and kwok's fake nodes.
+var LocalClusterPrograms = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"}
+
+// LocalClusters is Binaries for LocalClusterPrograms.
+func LocalClusters(t testing.TB) string {
+	t.Helper()
+	return Binaries(t, LocalClusterPrograms...)
+}
