@@ -25,6 +25,7 @@ func (a *Activities) Register(r Registry) {
 		{api.ActivityUninstall, a.Uninstall},
 		{api.ActivityListClusterWorkflows, a.ListClusterWorkflows},
 		{api.ActivityNotifyGitRepos, a.NotifyGitRepos},
+		{api.ActivityLeavingHolders, a.LeavingHolders},
 		{api.ActivityPrepare, a.Prepare},
 		{api.ActivityReadContent, a.ReadContent},
 		{api.ActivityAgentDesired, a.AgentDesired},

@@ -94,7 +94,8 @@ const (
 	UpdateAddCluster    = "addCluster"
 	UpdateRemoveCluster = "removeCluster"
 	// UpdateLeaveCluster takes a registered cluster out of every GitRepo, which uninstall from it (or only
-	// forget it), and keeps it registered until `removeCluster` forgets it (ADR 16).
+	// forget it), and keeps it registered until nothing holds it there: then the inventory forgets it (ADR 16,
+	// ADR 29; awaitClusterRemoved waits for that). removeCluster forgets a cluster outright.
 	UpdateLeaveCluster       = "leaveCluster"
 	UpdateUpsertClusterGroup = "upsertClusterGroup"
 	UpdateRemoveClusterGroup = "removeClusterGroup"

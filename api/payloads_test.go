@@ -25,6 +25,7 @@ var payloads = []any{
 	PrepareInput{}, PrepareResult{}, GrantRemovalInput{}, PreparedBundle{}, ReadContentInput{}, ContentChunk{},
 	AgentWorkflowInput{}, AgentStatus{}, AgentDesiredInput{}, AgentDesired{}, KeepAgentInput{}, KeepAgentResult{},
 	GitRepoInput{}, RunOptions{}, ClusterWorkflowInput{}, DesiredUpdate{}, RemoveRequest{}, ClusterReport{}, InventoryInput{},
+	AwaitClusterRemovedInput{}, AwaitClusterRemovedResult{}, Holder{}, LeavingHolders{}, LeavingHoldersInput{}, LeavingHoldersResult{},
 }
 
 // Recorded histories hold these payloads and scripts parse `flotilla status -o json`: a renamed JSON key,

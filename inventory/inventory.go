@@ -28,7 +28,8 @@ type Inventory struct {
 	// Leaving are registered clusters on their way out (`flotilla cluster remove`, ADR 16), in name order:
 	// no GitRepo targets them any more, each GitRepo that ran on one uninstalls from it (or only forgets
 	// it, KeepWorkloads), and the cluster stays registered, kubeconfig path included, so that the uninstall
-	// can reach it. The CLI forgets it (RemoveCluster) once no GitRepo holds anything there.
+	// can reach it. The inventory workflow forgets it (RemoveCluster) once no GitRepo holds anything there
+	// (ADR 29).
 	Leaving []Leaving `json:"leaving,omitempty"`
 }
 

@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"sort"
 	"testing"
 	"time"
@@ -73,10 +74,16 @@ func TestARemovedClusterIsUninstalledBeforeItIsForgotten(t *testing.T) {
 	}
 	require.NotContains(t, s.CLIRun("cluster", "list"), "one")
 
-	// (b) --keep-workloads: the GitRepos forget "two" without touching it.
-	res = s.CLIWithin(4*time.Minute, "cluster", "remove", "two", "--keep-workloads", "--timeout", "3m")
+	// (b) --keep-workloads --no-wait: the GitRepos forget "two" without touching it, and the inventory
+	// forgets it once they have, with no command left waiting.
+	res = s.CLI("cluster", "remove", "two", "--keep-workloads", "--no-wait")
+	listed := regexp.MustCompile(`(?m)^three\s`)
 	require.Equal(t, 0, res.ExitCode, "stdout %s\nstderr %s", res.Stdout, res.Stderr)
-	require.Equal(t, "cluster/two removed (its releases and objects stay)\n", res.Stdout)
+	require.Contains(t, res.Stdout, "cluster/two leaving: its GitRepos forget it, leaving its releases and objects in place")
+	require.Eventually(t, func() bool {
+		list := s.CLI("cluster", "list")
+		return list.ExitCode == 0 && listed.MatchString(list.Stdout) && !regexp.MustCompile(`(?m)^two\s`).MatchString(list.Stdout)
+	}, 3*time.Minute, 500*time.Millisecond, "the inventory forgets two by itself")
 	require.Contains(t, s.Releases("two", "shop"), "shop-web", "the release stays")
 	require.Len(t, s.History("two", "web", "shop-web"), 1)
 	require.Equal(t, "1", s.ConfigMapData("two", "web", "app")["v"], "its objects stay")
@@ -90,7 +97,7 @@ func TestARemovedClusterIsUninstalledBeforeItIsForgotten(t *testing.T) {
 	require.NoError(t, s.K8s.StopAPIServer("three"))
 	res = s.CLI("cluster", "remove", "three", "--no-wait")
 	require.Equal(t, 0, res.ExitCode, res.Stderr)
-	require.Contains(t, res.Stdout, "cluster/three leaving: its GitRepos uninstall from it; run `flotilla cluster remove three` to wait")
+	require.Contains(t, res.Stdout, "cluster/three leaving: its GitRepos uninstall from it; the inventory forgets it once they are done; run `flotilla cluster remove three` to wait")
 	s.WaitStatus("shop", time.Minute, "three being removed", func(st api.GitRepoStatus) bool {
 		return len(st.Clusters) == 0 && len(st.Removing) == 1
 	})
@@ -114,16 +121,18 @@ func TestARemovedClusterIsUninstalledBeforeItIsForgotten(t *testing.T) {
 	// Removed again with --keep-workloads: forgotten, without ever reaching it.
 	res = s.CLIWithin(4*time.Minute, "cluster", "remove", "three", "--keep-workloads", "--timeout", "3m")
 	require.Equal(t, 0, res.ExitCode, "stdout %s\nstderr %s", res.Stdout, res.Stderr)
+	require.Equal(t, "cluster/three removed (its releases and objects stay)\n", res.Stdout)
 	require.NotContains(t, s.CLIRun("cluster", "list"), "three")
 	st, err = s.Status("shop")
 	require.NoError(t, err)
 	require.Empty(t, st.Removing)
 	// Replay fixtures of the leaving path: a GitRepo that let three clusters go three ways, the workflow
-	// whose uninstall failed until it was told to forget, and the inventory that marked them leaving.
+	// whose uninstall failed until it was told to forget, and the inventory that marked them leaving and
+	// forgot them (inventory-leave.json is one recorded before the inventory decided, and stays).
 	s.RecordHistories(map[string]string{
 		"gitrepo-leave.json":             api.GitRepoWorkflowID("shop"),
 		"cluster-leave-unreachable.json": api.ClusterWorkflowID("shop", "three"),
-		"inventory-leave.json":           api.InventoryWorkflowID(api.DefaultTaskQueue),
+		"inventory-leave-decided.json":   api.InventoryWorkflowID(api.DefaultTaskQueue),
 	})
 }
 

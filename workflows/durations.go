@@ -70,6 +70,13 @@ const (
 	// notifyTimeout bounds that notification.
 	notifyBatch   = time.Second
 	notifyTimeout = time.Minute
+	// leaveAskIdle and leaveAskAwaited bound one ask of what holds the leaving clusters: the activity looks
+	// every second and returns once a cluster is free, so they only set how often an ask is recorded in the
+	// inventory's history, more often while `flotilla cluster remove` waits for its answer. leaveAskRetry
+	// spaces asks that failed.
+	leaveAskIdle    = 2 * time.Minute
+	leaveAskAwaited = 15 * time.Second
+	leaveAskRetry   = 10 * time.Second
 	// retryFirst is the first retry of a failed activity; uninstallRetryMax caps the backoff of an
 	// uninstall, which is retried until it is done.
 	retryFirst        = time.Second

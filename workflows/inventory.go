@@ -24,6 +24,12 @@ func InventoryWorkflow(ctx workflow.Context, in api.InventoryInput) error {
 	}); err != nil {
 		return err
 	}
+	leave := newLeaveDecider(&inv)
+	if err := workflow.SetQueryHandler(ctx, api.QueryLeavingHolders, func() ([]api.LeavingHolders, error) {
+		return leave.leavingHolders(), nil
+	}); err != nil {
+		return err
+	}
 	changed := func(ok bool) (inventory.ChangeResult, error) {
 		return inventory.ChangeResult{Generation: inv.Generation, Changed: ok}, nil
 	}
@@ -57,9 +63,17 @@ func InventoryWorkflow(ctx workflow.Context, in api.InventoryInput) error {
 			}},
 		{api.UpdateLeaveCluster,
 			func(ctx workflow.Context, l inventory.LeaveInput) (inventory.ChangeResult, error) {
-				return changed(inv.Leave(l))
+				ok := inv.Leave(l)
+				if ok {
+					leave.askNow() // a running ask does not know this cluster yet
+				} else {
+					leave.leftAgain(l)
+				}
+				return changed(ok)
 			},
 			func(ctx workflow.Context, l inventory.LeaveInput) error { return inv.CheckLeave(l) }},
+		{api.UpdateAwaitClusterRemoved, leave.await,
+			func(ctx workflow.Context, in api.AwaitClusterRemovedInput) error { return leave.validateAwait(in) }},
 		{api.UpdateRemoveCluster,
 			func(ctx workflow.Context, r inventory.RemoveInput) (inventory.ChangeResult, error) {
 				return changed(inv.RemoveCluster(r.Namespace, r.Name))
@@ -90,6 +104,9 @@ func InventoryWorkflow(ctx workflow.Context, in api.InventoryInput) error {
 			if !first && workflow.GetVersion(ctx, inventoryNotifiesGitRepos, workflow.DefaultVersion, 1) == 1 {
 				notifyGitRepos(ctx, inv.Generation)
 			}
+		}
+		if len(inv.Leaving) > 0 && !leave.running && workflow.GetVersion(ctx, inventoryDecidesLeave, workflow.DefaultVersion, 1) == 1 {
+			leave.start(ctx)
 		}
 		gen := inv.Generation
 		if err := workflow.Await(ctx, func() bool {

@@ -27,6 +27,10 @@ const (
 const (
 	// inventoryNotifiesGitRepos: an inventory change signals sync to every running GitRepo.
 	inventoryNotifiesGitRepos = "notify-gitrepos"
+	// inventoryDecidesLeave: while a cluster is leaving, the inventory asks what holds it and forgets it
+	// once nothing does (ADR 29); before, only the CLI's removeCluster update forgot it. A run that replays
+	// without it still decides for a cluster someone waits on (awaitClusterRemoved is newer than the gate).
+	inventoryDecidesLeave = "inventory-decides-leave"
 )
 
 // Cluster workflow gates: runs started with a Shape know their behaviour from it; runs started before

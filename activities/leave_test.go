@@ -1,4 +1,4 @@
-package main
+package activities
 
 import (
 	"testing"
@@ -8,7 +8,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/api"
 )
 
-// `flotilla cluster remove` forgets a cluster only once no GitRepo holds anything there: one that still
+// The inventory forgets a leaving cluster only once no GitRepo holds anything there: one that still
 // targets it, or is uninstalling from it, holds it; so does one that has not read the inventory since the
 // cluster started leaving (it may be about to deliver to it), unless it cannot poll at all and has nothing
 // there.
