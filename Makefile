@@ -9,9 +9,10 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # GO_LDFLAGS_EXTRA: e.g. "-s -w" for the smaller binaries of the Dockerfile.
 GOBUILD = $(GO) build -trimpath -ldflags "$(GO_LDFLAGS_EXTRA) -X github.com/flotilla-gitops/flotilla/internal/version.Version=$(VERSION)"
 TEST_TIMEOUT ?= 40m
-# TEST_PARALLEL is how many end-to-end scenarios run at once, each on its own stack: they mostly wait for
-# readiness, so four keep a 2-core machine busy without starving one another.
-TEST_PARALLEL ?= 4
+# TEST_PARALLEL is how many end-to-end scenarios run at once, each on its own stack: a scenario spends much
+# of its time waiting for readiness, so six keep a 2-core machine busy (four left it idle a fifth of the
+# time) without starving one another.
+TEST_PARALLEL ?= 6
 export CGO_ENABLED ?= 0
 
 .PHONY: all tools build up down test unit e2e vet lint clean bench bench-quick bench-compare

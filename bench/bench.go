@@ -181,7 +181,7 @@ func (e *env) experiment(ctx context.Context, name string) ([]Result, error) {
 	case "remote-chart-100":
 		return e.remoteChart(ctx, name, e.scale(100, 5))
 	case "agents-50x3":
-		return e.agentsExperiment(ctx, name, e.scale(3, 2), e.scale(50, 5), e.scale(10, 5))
+		return e.agentsExperiment(ctx, name, e.scale(3, 2), e.scale(50, 5), e.scale(10, 2))
 	case "idle-check":
 		var out []Result
 		shapes := []struct {
@@ -195,7 +195,7 @@ func (e *env) experiment(ctx context.Context, name string) ([]Result, error) {
 				n         int
 				interval  time.Duration
 				intervals int
-			}{10, 5 * time.Second, 2}
+			}{10, 2 * time.Second, 2}
 		}
 		for _, s := range shapes {
 			res, err := e.idleCheck(ctx, s.n, s.interval, s.intervals)

@@ -34,9 +34,10 @@ import (
 // three registered by their mounted kubeconfigs, one in pull mode through the compose file's agent. One worker container is killed mid-rollout and the other finishes it, with
 // one Helm revision per release; the PostgreSQL and Temporal containers are restarted and nothing is lost
 // or redeployed, nor by a second `up`; the next commit still rolls out; `down -v` leaves no container,
-// volume or network. It runs alone, not in parallel: it builds images and its containers take most of the
-// machine while it kills and restarts them.
+// volume or network. It runs beside the other scenarios: it kills and restarts only its own containers,
+// and waits on what the stack reports, not on a quiet machine.
 func TestTheComposedStackRollsOutThroughAWorkerKillAndARestartedDatabase(t *testing.T) {
+	t.Parallel()
 	harness.RequireDocker(t)
 	harness.RequireBinaries(t)
 	bridge := harness.DockerBridgeIP(t)

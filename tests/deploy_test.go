@@ -23,16 +23,16 @@ import (
 // The example GitRepo of `make up` lands on three clusters (prod through its agent, as `make up` runs it),
 // each with its own templated values, and with
 // the chart of `make up`'s chart repository (its own process, as `make up` runs it): a version published
-// there later reaches every cluster at the next poll, as `make up` tells its user. Not parallel: it sets
-// FLOTILLA_DEV_DIR for flotilla-dev, as `make up` does.
+// there later reaches every cluster at the next poll, as `make up` tells its user.
 func TestExampleGitRepoDeploysToThreeClustersWithTheirOwnValues(t *testing.T) {
+	t.Parallel()
 	harness.RequireBinaries(t)
 	envs := []string{"dev", "test", "prod"}
 	var clusters []localk8s.ClusterOptions
 	for _, e := range envs {
 		clusters = append(clusters, localk8s.ClusterOptions{Name: e, Workloads: true})
 	}
-	charts, creds := startExampleChartRepo(t)
+	charts, creds, devDir := startExampleChartRepo(t)
 	v100, err := charts.Publish(devenv.ExampleChart, "1.0.0")
 	require.NoError(t, err)
 	s := harness.Start(t, harness.Options{Clusters: clusters, WorkerArgs: []string{"--credentials", creds}})
@@ -91,7 +91,10 @@ func TestExampleGitRepoDeploysToThreeClustersWithTheirOwnValues(t *testing.T) {
 	}
 
 	// What `make up` prints: `flotilla-dev chart-repo publish hello 1.1.0`, and the next poll deploys it.
-	out, err := exec.Command(filepath.Join(harness.BinDir(), "flotilla-dev"), "chart-repo", "publish", devenv.ExampleChart, "1.1.0").CombinedOutput()
+	publish := exec.Command(filepath.Join(harness.BinDir(), "flotilla-dev"), "chart-repo", "publish", devenv.ExampleChart, "1.1.0")
+	// flotilla-dev publishes into $FLOTILLA_DEV_DIR/chart-repo, as after `make up`.
+	publish.Env = append(os.Environ(), "FLOTILLA_DEV_DIR="+devDir)
+	out, err := publish.CombinedOutput()
 	require.NoError(t, err, string(out))
 	s.WaitStatus("example", 2*time.Minute, "hello 1.1.0 Ready on every cluster", func(st api.GitRepoStatus) bool {
 		for _, e := range envs {
@@ -108,8 +111,9 @@ func TestExampleGitRepoDeploysToThreeClustersWithTheirOwnValues(t *testing.T) {
 }
 
 // startExampleChartRepo runs `make up`'s chart repository as `make up` does, but on a free port and
-// stopped with the test, and writes the worker's credentials file for it.
-func startExampleChartRepo(t *testing.T) (*devenv.ChartRepo, string) {
+// stopped with the test, and writes the worker's credentials file for it; dir is what FLOTILLA_DEV_DIR
+// would be.
+func startExampleChartRepo(t *testing.T) (charts *devenv.ChartRepo, creds, dir string) {
 	t.Helper()
 	bin := filepath.Join(harness.BinDir(), "flotilla-dev")
 	if _, err := os.Stat(bin); err != nil {
@@ -117,7 +121,7 @@ func startExampleChartRepo(t *testing.T) (*devenv.ChartRepo, string) {
 	}
 	port, err := proc.FreePort()
 	require.NoError(t, err)
-	dir := t.TempDir()
+	dir = t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	charts, p, err := devenv.StartChartRepo(ctx, devenv.ChartRepoOptions{Bin: bin, Dir: filepath.Join(dir, "chart-repo"),
@@ -128,11 +132,9 @@ func startExampleChartRepo(t *testing.T) (*devenv.ChartRepo, string) {
 	require.NoError(t, err)
 	data, err := charts.CredentialsYAML()
 	require.NoError(t, err)
-	creds := filepath.Join(dir, "credentials.yaml")
+	creds = filepath.Join(dir, "credentials.yaml")
 	require.NoError(t, os.WriteFile(creds, data, 0o600))
-	// flotilla-dev publishes into $FLOTILLA_DEV_DIR/chart-repo, as after `make up`.
-	t.Setenv("FLOTILLA_DEV_DIR", dir)
-	return charts, creds
+	return charts, creds, dir
 }
 
 func helloBundle(c api.ClusterStatus) api.BundleStatus {

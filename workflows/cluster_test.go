@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/flotilla-gitops/flotilla/activities"
@@ -152,6 +153,9 @@ func newEnv() *testsuite.TestWorkflowEnvironment {
 	// The environment's own default gives a workflow 3 s of real time, which a loaded 2-core machine can
 	// exceed; virtual time is skipped anyway.
 	env.SetTestTimeout(2 * time.Minute)
+	// The SDK takes a workflow task that runs over a second of real time for a deadlock; on a loaded 2-core
+	// machine a task can wait that long for a core without any deadlock.
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
 	var unmocked *activities.Activities
 	unmocked.Register(env)
 	return env

@@ -120,29 +120,44 @@ func Start(t *testing.T, o Options) *Stack {
 		require.NoError(t, err)
 		dc = cdc.DataConverter()
 	}
-	k8s, err := localk8s.Start(ctx, localk8s.Options{Dir: filepath.Join(s.Dir, "clusters"), BinDir: BinDir(), Clusters: o.Clusters,
-		Logger: func(f string, a ...any) { t.Logf("localk8s: "+f, a...) }})
-	require.NoError(t, err)
-	s.K8s = k8s
-	t.Cleanup(func() { _ = k8s.Stop() })
+	// The clusters and Temporal start side by side: each spends most of its start waiting for readiness.
+	type started struct {
+		k8s *localk8s.Env
+		err error
+	}
+	clusters := make(chan started, 1)
+	go func() {
+		k8s, err := localk8s.Start(ctx, localk8s.Options{Dir: filepath.Join(s.Dir, "clusters"), BinDir: BinDir(), Clusters: o.Clusters,
+			Logger: func(f string, a ...any) { t.Logf("localk8s: "+f, a...) }})
+		clusters <- started{k8s, err}
+	}()
 	copts := client.Options{Logger: sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}
+	var temporalErr error
 	if o.Temporal != nil {
 		s.address, s.connArgs = o.Temporal.Address, connArgs(*o.Temporal)
 		s.workerArgs = append(append([]string{}, s.connArgs...), s.workerArgs...)
 		s.cliArgs = append(append([]string{}, s.connArgs...), s.cliArgs...)
-		copts, err = o.Temporal.ClientOptions(copts.Logger)
-		require.NoError(t, err)
+		copts, temporalErr = o.Temporal.ClientOptions(copts.Logger)
 	} else {
 		attrs := api.SearchAttributes
 		if o.BareTemporal {
 			attrs = nil
 		}
-		tmp, err := tempdev.Start(ctx, tempdev.Options{Bin: filepath.Join(BinDir(), "temporal"), Dir: filepath.Join(s.Dir, "temporal"),
+		var tmp *tempdev.Server
+		tmp, temporalErr = tempdev.Start(ctx, tempdev.Options{Bin: filepath.Join(BinDir(), "temporal"), Dir: filepath.Join(s.Dir, "temporal"),
 			SearchAttributes: attrs, LogFile: filepath.Join(s.Dir, "temporal.log")})
-		require.NoError(t, err)
-		s.Temporal, s.address = tmp, tmp.Address()
-		t.Cleanup(func() { _ = tmp.Stop() })
+		if temporalErr == nil {
+			s.Temporal, s.address = tmp, tmp.Address()
+			t.Cleanup(func() { _ = tmp.Stop() })
+		}
 	}
+	k := <-clusters
+	if k.err == nil {
+		s.K8s = k.k8s
+		t.Cleanup(func() { _ = k.k8s.Stop() })
+	}
+	require.NoError(t, k.err)
+	require.NoError(t, temporalErr)
 	copts.HostPort = s.address
 	if dc != nil {
 		copts.DataConverter = dc
