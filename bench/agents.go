@@ -36,7 +36,7 @@ const (
 )
 
 // agentsExperiment rolls out bundles to n simulated clusters through kubeconfigs and through agents, twice
-// each, and returns a row per side.
+// each (once in a quick run), and returns a row per side.
 func (e *env) agentsExperiment(ctx context.Context, name string, n, bundles, intervals int) ([]Result, error) {
 	rollout := func(access, tag string, b, idleIntervals int) (Result, error) {
 		res, r, err := e.deploy(ctx, deployCase{experiment: name, tag: tag, clusters: n, bundles: b, cms: 1, simulate: true,
@@ -71,11 +71,10 @@ func (e *env) agentsExperiment(ctx context.Context, name string, n, bundles, int
 	if _, err := rollout(accessAgent, "agwarm", min(bundles, 10), 0); err != nil {
 		return nil, fmt.Errorf("warm-up: %w", err)
 	}
-	// ABBA, as remote-chart-100 does: on a shared machine load drifts, and both sides get the same mean
-	// position against it.
+	// In abba's order, as remote-chart-100 does.
 	tags := map[string]string{accessKubeconfig: "agkube", accessAgent: "agpull"}
 	rollouts := map[string][]Result{}
-	for i, access := range []string{accessKubeconfig, accessAgent, accessAgent, accessKubeconfig} {
+	for i, access := range e.abba(accessKubeconfig, accessAgent) {
 		res, err := rollout(access, fmt.Sprintf("%s%d", tags[access], i), bundles, intervals)
 		if err != nil {
 			return nil, err

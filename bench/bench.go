@@ -117,6 +117,16 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	return rep, nil
 }
 
+// abba is the order of an experiment's rollouts on two sides: a, b, b, a, so that on a shared machine
+// whose load drifts both sides get the same mean position against it. A quick run, which only keeps the
+// harness working, rolls out once a side.
+func (e *env) abba(a, b string) []string {
+	if e.cfg.Quick {
+		return []string{a, b}
+	}
+	return []string{a, b, b, a}
+}
+
 // scale returns the full-size value, or the quick one in a quick run.
 func (e *env) scale(full, quick int) int {
 	if e.cfg.Quick {
