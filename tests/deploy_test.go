@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -232,6 +233,25 @@ func TestNewCommitDeploysAtNextPollAndUnchangedCommitChangesNothing(t *testing.T
 	require.Equal(t, "two", s.ConfigMapData("a", "app", "app")["version"])
 	require.Equal(t, 2, s.ActivityCount(id, "Plan"))
 	require.Len(t, s.History("a", "app", "polling-app"), 2)
+
+	// `flotilla history` reads the same two deployments from the cluster's workflow: the install at the
+	// first commit, the upgrade at the second, each with its Helm revision; polls of an unchanged commit
+	// deployed nothing.
+	var hs []struct {
+		Cluster     string           `json:"cluster"`
+		Deployments []api.Deployment `json:"deployments"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(s.CLIRun("history", "polling", "-o", "json")), &hs))
+	require.Len(t, hs, 1)
+	require.Equal(t, "a", hs[0].Cluster)
+	ds := hs[0].Deployments
+	require.Len(t, ds, 2, "%+v", ds)
+	require.Equal(t, first.Commit, ds[0].Commit)
+	require.Equal(t, []api.DeployedBundle{{Bundle: "polling-app", Action: api.ActionInstall, Revision: 1}}, ds[0].Bundles)
+	require.Equal(t, head, ds[1].Commit)
+	require.Equal(t, []api.DeployedBundle{{Bundle: "polling-app", Action: api.ActionUpgrade, Revision: 2}}, ds[1].Bundles)
+	require.False(t, ds[1].At.Before(ds[0].At))
+	require.Regexp(t, `a\s.*\s`+api.ShortCommit(head)+`\s+polling-app\s+upgrade\s+-\s+2\s+ok\s`, s.CLIRun("history", "polling", "--cluster", "a"))
 }
 
 // The documented `temporal workflow start` input works against the dev server, and so does the status query.

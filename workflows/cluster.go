@@ -17,6 +17,8 @@ type ClusterCarry struct {
 	FailStreak   int                     `json:"failStreak,omitempty"`
 	// SweptKey identifies the set of releases the last successful sweep kept (see sweepFor).
 	SweptKey string `json:"sweptKey,omitempty"`
+	// History is the cluster's last deployments, oldest first (QueryHistory).
+	History []api.Deployment `json:"history,omitempty"`
 }
 
 // applyFailure remembers a failed apply of one desired state, so it is retried with backoff, not in a loop.
@@ -56,6 +58,11 @@ func ClusterWorkflow(ctx workflow.Context, in api.ClusterWorkflowInput) error {
 	r.carry.Status.Name = in.Target.Cluster
 	if err := workflow.SetQueryHandler(ctx, api.QueryStatus, func() (api.ClusterStatus, error) {
 		return r.carry.Status, nil
+	}); err != nil {
+		return err
+	}
+	if err := workflow.SetQueryHandler(ctx, api.QueryHistory, func() ([]api.Deployment, error) {
+		return append([]api.Deployment{}, r.carry.History...), nil
 	}); err != nil {
 		return err
 	}

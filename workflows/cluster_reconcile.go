@@ -36,10 +36,13 @@ func (r *clusterRun) reconcile(ctx workflow.Context) time.Duration {
 	}
 	sweep, sweepKey := r.sweepFor(ctx, obs)
 	if len(actions) > 0 {
+		started := workflow.Now(ctx)
 		res, err := r.apply(ctx, actions, sweep)
 		if err != nil {
+			r.recordDeployment(deployment(started, workflow.Now(ctx).Sub(started), r.in.Target.Commit, actions, obs, nil, err))
 			return r.unreachable(ctx, err)
 		}
+		r.recordDeployment(deployment(started, workflow.Now(ctx).Sub(started), r.in.Target.Commit, actions, obs, &res, nil))
 		r.recordSweep(ctx, sweep, sweepKey, res.Swept, res.SweepError)
 		r.recordApply(ctx, res, obs)
 		// The Apply activity observes after applying; only an activity that could not (or an older worker
@@ -153,6 +156,12 @@ func (r *clusterRun) recordApply(ctx workflow.Context, res api.ApplyResult, obs 
 		f.NextRetry = now.Add(backoff(f.Attempts))
 		r.carry.Failures[b.Bundle] = f
 		workflow.GetLogger(ctx).Warn("bundle apply failed", "bundle", b.Bundle, "attempts", f.Attempts, "errorType", b.ErrorType)
+	}
+}
+
+func (r *clusterRun) recordDeployment(d *api.Deployment) {
+	if d != nil {
+		r.carry.History = remember(r.carry.History, *d)
 	}
 }
 
