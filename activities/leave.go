@@ -68,6 +68,9 @@ func (a *Activities) gitRepoStatuses(ctx context.Context) ([]gitRepoStatus, erro
 		if !ok {
 			return nil
 		}
+		// One query per GitRepo: with thousands of them a pass outlasts the heartbeat timeout unless each
+		// counts (the SDK throttles what it sends).
+		activity.RecordHeartbeat(ctx)
 		gs := gitRepoStatus{key: key}
 		v, err := a.Temporal.QueryWorkflow(ctx, key.WorkflowID(), "", api.QueryStatus)
 		var nf *serviceerror.NotFound
