@@ -41,6 +41,8 @@ type HelmOpSpec struct {
 	// HelmSecretName names the worker's credentials for the chart's repository or registry.
 	HelmSecretName        string `json:"helmSecretName,omitempty"`
 	InsecureSkipTLSVerify bool   `json:"insecureSkipTLSVerify,omitempty"`
+	// RolloutStrategy is how a new chart version reaches the clusters, as a bundle's.
+	RolloutStrategy *RolloutStrategy `json:"rolloutStrategy,omitempty"`
 }
 
 // AsGitRepo is the GitRepo a HelmOp runs as: one bundle, the HelmOp's options as its fleet.yaml, deployed
@@ -58,7 +60,7 @@ func (h HelmOp) AsGitRepo() (GitRepo, error) {
 		return GitRepo{}, fmt.Errorf("helmop %q: spec.helm.valuesFiles: a HelmOp has no files; give spec.helm.values", name)
 	}
 	fy := &FleetYAML{Name: name, Labels: s.Labels, BundleDeploymentOptions: s.BundleDeploymentOptions,
-		TargetCustomizationMode: s.TargetCustomizationMode, Paused: s.Paused}
+		TargetCustomizationMode: s.TargetCustomizationMode, Paused: s.Paused, RolloutStrategy: s.RolloutStrategy}
 	var targets []GitTarget
 	for _, t := range s.Targets {
 		targets = append(targets, GitTarget{Name: t.Name, ClusterName: t.ClusterName, ClusterSelector: t.ClusterSelector,

@@ -5,6 +5,7 @@ package fleet
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // APIVersion is the apiVersion Flotilla accepts for GitRepo, Cluster and ClusterGroup documents.
@@ -212,6 +213,41 @@ type FleetYAML struct {
 	// DependsOn holds the bundle back on each cluster until the bundles it names are in an accepted state
 	// on that cluster. As in Fleet it is the bundle's, not a targetCustomization's.
 	DependsOn []Dependency `json:"dependsOn,omitempty"`
+	// RolloutStrategy is how a new commit reaches the GitRepo's clusters, partition by partition (package
+	// fleet/rollout). As in Fleet it is the bundle's; Flotilla rolls a GitRepo's clusters out as one, with
+	// the strategy of its first bundle that declares one (ADR 30).
+	RolloutStrategy *RolloutStrategy `json:"rolloutStrategy,omitempty"`
+}
+
+// RolloutStrategy is Fleet's rolloutStrategy: same fields, same defaults (fleet/rollout applies them).
+type RolloutStrategy struct {
+	// MaxUnavailable is a number or percentage of the clusters that may be unavailable during an update
+	// (default 100%).
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+	// MaxUnavailablePartitions is a number or percentage of the partitions that may be unavailable before
+	// later partitions wait (default 0).
+	MaxUnavailablePartitions *intstr.IntOrString `json:"maxUnavailablePartitions,omitempty"`
+	// AutoPartitionSize is the size of the automatic partitions, a number or a percentage (default 25%).
+	AutoPartitionSize *intstr.IntOrString `json:"autoPartitionSize,omitempty"`
+	// AutoPartitionThreshold is how many clusters there must be before automatic partitions are made
+	// (default 200).
+	AutoPartitionThreshold *int `json:"autoPartitionThreshold,omitempty"`
+	// MaxNew is how many clusters that have nothing of the GitRepo yet get it in one decision (default 50).
+	MaxNew *int `json:"maxNew,omitempty"`
+	// Partitions, in rollout order; clusters none of them matches follow in automatic partitions.
+	Partitions []Partition `json:"partitions,omitempty"`
+}
+
+// Partition is a set of clusters rolled out together, chosen as a target chooses them.
+type Partition struct {
+	Name string `json:"name,omitempty"`
+	// MaxUnavailable is how many of the partition's clusters may be unavailable for it to count as done
+	// (default: the strategy's maxUnavailable).
+	MaxUnavailable       *intstr.IntOrString   `json:"maxUnavailable,omitempty"`
+	ClusterName          string                `json:"clusterName,omitempty"`
+	ClusterSelector      *metav1.LabelSelector `json:"clusterSelector,omitempty"`
+	ClusterGroup         string                `json:"clusterGroup,omitempty"`
+	ClusterGroupSelector *metav1.LabelSelector `json:"clusterGroupSelector,omitempty"`
 }
 
 // Dependency is one dependsOn entry, Fleet's BundleRef: the bundle called Name, or every bundle whose

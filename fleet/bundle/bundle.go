@@ -14,6 +14,7 @@ import (
 
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/fleet/names"
+	"github.com/flotilla-gitops/flotilla/fleet/rollout"
 	"github.com/flotilla-gitops/flotilla/fleet/safepath"
 	"github.com/flotilla-gitops/flotilla/fleet/target"
 )
@@ -285,6 +286,9 @@ func Parse(file string, data []byte) (fleet.FleetYAML, []string, error) {
 	}
 	if err := checkDependsOn(file, &node, fy.DependsOn); err != nil {
 		return fy, nil, err
+	}
+	if err := rollout.Validate(fy.RolloutStrategy); err != nil {
+		return fy, nil, &LoadError{File: file, Line: lineOf(&node, "rolloutStrategy"), Err: err}
 	}
 	return fy, warnings, nil
 }

@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"encoding/json"
 	"reflect"
 	"strings"
 
@@ -31,9 +32,8 @@ type key struct {
 // about even when its field exists in package fleet. Implementing one of them means removing it here.
 var unsupported = map[reflect.Type]map[string]string{
 	reflect.TypeOf(fleet.FleetYAML{}): {
-		"rolloutStrategy": "",
-		"imageScans":      "",
-		"targets":         "targetCustomizations does the same",
+		"imageScans": "",
+		"targets":    "targetCustomizations does the same",
 	},
 	reflect.TypeOf(fleet.BundleDeploymentOptions{}): {
 		"createNamespace":     "",
@@ -48,12 +48,17 @@ var unsupported = map[reflect.Type]map[string]string{
 	},
 }
 
+var jsonUnmarshaler = reflect.TypeOf((*json.Unmarshaler)(nil)).Elem()
+
 // fleetYAMLSchema describes fleet.yaml.
 var fleetYAMLSchema = schemaOf(reflect.TypeOf(fleet.FleetYAML{}))
 
 func schemaOf(t reflect.Type) *schema {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
+	}
+	if reflect.PointerTo(t).Implements(jsonUnmarshaler) {
+		return nil // decodes itself from a scalar (intstr.IntOrString: 10% or 3)
 	}
 	switch t.Kind() {
 	case reflect.Struct:

@@ -72,12 +72,12 @@ targets:
 `)
 	require.NoError(t, err)
 	require.Equal(t, []string{
-		"web/fleet.yaml: line 6: rolloutStrategy is not supported yet and is ignored",
 		"web/fleet.yaml: line 14: targetCustomizations[0].downstreamResources is not supported yet and is ignored",
 		"web/fleet.yaml: line 17: targetCustomizations[0].helm.disableDNS is not supported yet and is ignored",
 		"web/fleet.yaml: line 18: targets is not supported yet and is ignored; targetCustomizations does the same",
 	}, b.Warnings)
 	require.Equal(t, "./chart", b.FleetYAML.Helm.Chart, "the keys Flotilla knows are read as before")
+	require.Equal(t, "10%", b.FleetYAML.RolloutStrategy.MaxUnavailable.String(), "a percentage is read as Fleet reads it")
 	require.Equal(t, "prod", b.FleetYAML.TargetCustomizations[0].ClusterName)
 	require.Equal(t, []fleet.Dependency{{Name: "db"}}, b.FleetYAML.DependsOn, "dependsOn is read, not warned about")
 	require.Equal(t, []fleet.ValuesFrom{{SecretKeyRef: &fleet.ValuesKeyRef{Name: "web-values", Key: "values.yaml"}}},
@@ -206,4 +206,31 @@ func TestSuggestionsStayClose(t *testing.T) {
 	require.Equal(t, "", fleetYAMLSchema.suggest("labelz-and-more"))
 	require.Equal(t, "labels", fleetYAMLSchema.suggest("lables"))
 	require.Equal(t, "helm.values", fleetYAMLSchema.suggest("values"), "a helm key written one level too high")
+}
+
+func TestARolloutStrategyIsReadAsFleetWritesItAndABadValueIsNamed(t *testing.T) {
+	b, err := loadOne(t, "fleet.yaml", `rolloutStrategy:
+  maxUnavailable: 1
+  autoPartitionThreshold: 10
+  partitions:
+  - name: canary
+    maxUnavailable: 0
+    clusterSelector: {matchLabels: {stage: canary}}
+  - name: rest
+    clusterGroup: prod
+`)
+	require.NoError(t, err)
+	require.Empty(t, b.Warnings)
+	rs := b.FleetYAML.RolloutStrategy
+	require.Equal(t, 1, rs.MaxUnavailable.IntValue())
+	require.Equal(t, 10, *rs.AutoPartitionThreshold)
+	require.Len(t, rs.Partitions, 2)
+	require.Equal(t, "canary", rs.Partitions[0].Name)
+	require.Equal(t, 0, rs.Partitions[0].MaxUnavailable.IntValue())
+	require.Equal(t, "prod", rs.Partitions[1].ClusterGroup)
+
+	_, err = loadOne(t, "fleet.yaml", "rolloutStrategy:\n  partitions:\n  - maxUnavailable: half\n")
+	require.EqualError(t, err, `web/fleet.yaml: line 1: rolloutStrategy.partitions[0].maxUnavailable: "half" is neither a number nor a percentage (10%)`)
+	_, err = loadOne(t, "fleet.yaml", "rolloutStrategy:\n  maxNew: many\n")
+	require.ErrorContains(t, err, "rolloutStrategy.maxNew: cannot be a string")
 }

@@ -6,6 +6,7 @@ package plan
 import (
 	"fmt"
 	"path"
+	"reflect"
 
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/fleet/bundle"
@@ -83,4 +84,31 @@ func Warnings(bundles []Bundle) []string {
 		}
 	}
 	return w
+}
+
+// Rollout is the rolloutStrategy a GitRepo's clusters are rolled out with: the first (in bundle order)
+// its bundles declare, nil when none does. Flotilla hands a cluster a GitRepo's commit as one, every
+// bundle together, so one strategy decides for all (ADR 30); a bundle declaring another is warned about,
+// naming it and the bundle whose strategy holds.
+func Rollout(bundles []Bundle) (*fleet.RolloutStrategy, []string) {
+	var chosen *Bundle
+	var warnings []string
+	for i := range bundles {
+		b := &bundles[i]
+		if b.Bundle == nil || b.Bundle.FleetYAML.RolloutStrategy == nil {
+			continue
+		}
+		if chosen == nil {
+			chosen = b
+			continue
+		}
+		if !reflect.DeepEqual(b.Bundle.FleetYAML.RolloutStrategy, chosen.Bundle.FleetYAML.RolloutStrategy) {
+			warnings = append(warnings, fmt.Sprintf("bundle %q: %s: rolloutStrategy differs from bundle %q's, which the GitRepo's clusters are rolled out with",
+				b.Ref.Name, path.Join(b.Ref.Path, "fleet.yaml"), chosen.Ref.Name))
+		}
+	}
+	if chosen == nil {
+		return nil, nil
+	}
+	return chosen.Bundle.FleetYAML.RolloutStrategy, warnings
 }

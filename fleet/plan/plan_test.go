@@ -82,3 +82,25 @@ func TestWarningsNameTheBundleAndTheKey(t *testing.T) {
 	require.Len(t, w, 1)
 	require.Contains(t, w[0], `bundle "shop-web": web/fleet.yaml: line 1: imageScans`)
 }
+
+// The GitRepo rolls out with its first bundle's rolloutStrategy (Fleet's getRollout takes the first
+// target's); a bundle declaring another is warned about, one declaring none is not.
+func TestTheFirstDeclaredRolloutStrategyHoldsForTheGitRepo(t *testing.T) {
+	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"
+	dir := repo(t, map[string]string{
+		"a/cm.yaml": cm,
+		"b/cm.yaml": cm, "b/fleet.yaml": "rolloutStrategy: {maxUnavailable: 1}\n",
+		"c/cm.yaml": cm, "c/fleet.yaml": "rolloutStrategy: {maxUnavailable: 1}\n",
+		"d/cm.yaml": cm, "d/fleet.yaml": "rolloutStrategy: {maxUnavailable: 50%}\n",
+	})
+	bundles, err := Load(dir, "shop", nil, prod)
+	require.NoError(t, err)
+	rs, warnings := Rollout(bundles)
+	require.Equal(t, 1, rs.MaxUnavailable.IntValue())
+	require.Equal(t, []string{`bundle "shop-d": d/fleet.yaml: rolloutStrategy differs from bundle "shop-b"'s, which the GitRepo's clusters are rolled out with`}, warnings)
+
+	none, _ := Load(repo(t, map[string]string{"a/cm.yaml": cm}), "shop", nil, prod)
+	rs, warnings = Rollout(none)
+	require.Nil(t, rs)
+	require.Empty(t, warnings)
+}

@@ -119,3 +119,9 @@ func GroupsOf(c fleet.Cluster, groups []fleet.ClusterGroup) ([]string, map[strin
 // user applies a ClusterGroup of that name, it holds every registered cluster, as Fleet's own "default"
 // group does, so a single-cluster quick start with no targets deploys.
 const DefaultGroup = "default"
+
+// Selects reports whether a cluster matches a partition's or target's criteria (every one set must hold;
+// none set matches nothing), without a target's doNotDeploy and first-match rules.
+func Selects(clusterName string, clusterSelector *metav1.LabelSelector, clusterGroup string, clusterGroupSelector *metav1.LabelSelector, c fleet.ClusterInfo) bool {
+	return criteria{clusterName, clusterSelector, clusterGroup, clusterGroupSelector}.matches(c)
+}
