@@ -9,6 +9,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/fleet/plan"
+	"github.com/flotilla-gitops/flotilla/fleet/rollout"
 	"github.com/flotilla-gitops/flotilla/fleet/target"
 	"github.com/flotilla-gitops/flotilla/internal/gitcache"
 )
@@ -51,10 +52,39 @@ func (a *Activities) Plan(ctx context.Context, in api.PlanInput) (api.Plan, erro
 		p.Clusters = append(p.Clusters, pc)
 		infos[pc.Name] = tc.Info
 	}
+	if err := planRollout(&p, bundles, infos); err != nil {
+		return api.Plan{}, temporal.NewNonRetryableApplicationError(err.Error(), api.ErrTypeBundle, nil)
+	}
 	a.lockCharts(ctx, dir, bundles, p.Bundles, p.Clusters, infos, in)
 	if err := ctx.Err(); err != nil {
 		// Locks made while the activity was being cancelled blame the chart sources for it.
 		return api.Plan{}, err
 	}
 	return p, nil
+}
+
+// planRollout partitions the planned clusters by the bundles' rolloutStrategy, when one declares it.
+func planRollout(p *api.Plan, bundles []plan.Bundle, infos map[string]fleet.ClusterInfo) error {
+	rs, warnings := plan.Rollout(bundles)
+	if rs == nil {
+		return nil
+	}
+	p.Warnings = append(p.Warnings, warnings...)
+	clusters := make([]fleet.ClusterInfo, len(p.Clusters))
+	for i, pc := range p.Clusters {
+		clusters[i] = infos[pc.Name]
+	}
+	rp, err := rollout.Partitions(rs, clusters)
+	if err != nil {
+		return err
+	}
+	p.Rollout = &api.RolloutPlan{MaxUnavailable: rp.MaxUnavailable, MaxUnavailablePartitions: rp.MaxUnavailablePartitions, MaxNew: rp.MaxNew,
+		Partitions: make([]api.PartitionPlan, len(rp.Partitions))}
+	for i, part := range rp.Partitions {
+		p.Rollout.Partitions[i] = api.PartitionPlan{Name: part.Name, MaxUnavailable: part.MaxUnavailable}
+		for _, m := range part.Members {
+			p.Clusters[m].Partition = i
+		}
+	}
+	return nil
 }

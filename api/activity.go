@@ -113,6 +113,25 @@ type Plan struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// Leaving are the clusters of the inventory on their way out; Clusters has none of them.
 	Leaving []LeavingCluster `json:"leaving,omitempty"`
+	// Rollout is the rolloutStrategy the clusters are rolled out with, applied to them (fleet/rollout); nil
+	// when no bundle declares one, and then a changed cluster is handed its desired state as soon as the
+	// rollout window allows.
+	Rollout *RolloutPlan `json:"rollout,omitempty"`
+}
+
+// RolloutPlan is a rolloutStrategy applied to a plan's clusters: budgets as counts, and the partitions in
+// rollout order (each PlannedCluster names its own).
+type RolloutPlan struct {
+	MaxUnavailable           int             `json:"maxUnavailable"`
+	MaxUnavailablePartitions int             `json:"maxUnavailablePartitions"`
+	MaxNew                   int             `json:"maxNew"`
+	Partitions               []PartitionPlan `json:"partitions"`
+}
+
+// PartitionPlan is one partition of a RolloutPlan.
+type PartitionPlan struct {
+	Name           string `json:"name"`
+	MaxUnavailable int    `json:"maxUnavailable"`
 }
 
 // PlannedCluster is one targeted cluster and the bundles it receives.
@@ -124,6 +143,8 @@ type PlannedCluster struct {
 	Paused bool   `json:"paused,omitempty"`
 	// Agent is true for a cluster registered in pull mode (fleet.ClusterSpec.Agent).
 	Agent bool `json:"agent,omitempty"`
+	// Partition is the index of the cluster's partition in Plan.Rollout.
+	Partition int `json:"partition,omitempty"`
 }
 
 // DeployOptions are the GitRepo-level options a cluster workflow applies bundles with.

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/payloads.txt from the current types")
@@ -26,7 +28,7 @@ var payloads = []any{
 	AgentWorkflowInput{}, AgentStatus{}, AgentDesiredInput{}, AgentDesired{}, KeepAgentInput{}, KeepAgentResult{},
 	GitRepoInput{}, RunOptions{}, ClusterWorkflowInput{}, DesiredUpdate{}, RemoveRequest{}, ClusterReport{}, InventoryInput{},
 	AwaitClusterRemovedInput{}, AwaitClusterRemovedResult{}, Holder{}, LeavingHolders{}, LeavingHoldersInput{}, LeavingHoldersResult{},
-	Deployment{}, DeployedBundle{},
+	Deployment{}, DeployedBundle{}, RolloutPlan{}, PartitionPlan{}, RolloutStatus{}, PartitionStatus{},
 }
 
 // Recorded histories hold these payloads and scripts parse `flotilla status -o json`: a renamed JSON key,
@@ -88,6 +90,10 @@ func fill(v reflect.Value, depth int) {
 	case reflect.Struct:
 		if v.Type() == reflect.TypeOf(time.Time{}) {
 			v.Set(reflect.ValueOf(time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)))
+			return
+		}
+		if v.Type() == reflect.TypeOf(intstr.IntOrString{}) {
+			v.Set(reflect.ValueOf(intstr.FromString("10%")))
 			return
 		}
 		for i := 0; i < v.NumField(); i++ {

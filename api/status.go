@@ -70,6 +70,8 @@ type GitRepoStatus struct {
 	// Held says why the newest plan waits for approval (it would uninstall too much); the clusters keep
 	// running the plan before it.
 	Held string `json:"held,omitempty"`
+	// Rollout is how the planned commit goes through the partitions of a rolloutStrategy; nil without one.
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
 	// Warnings name fleet.yaml keys of the planned commit that Flotilla does not act on.
 	Warnings             []string        `json:"warnings,omitempty"`
 	Summary              Summary         `json:"summary"`
@@ -159,4 +161,47 @@ func (s *Summary) Count(state string) {
 	case StatePending:
 		s.Pending++
 	}
+}
+
+// Partition states, in the order a partition goes through them.
+const (
+	// PartitionWaiting: an earlier partition is unavailable beyond maxUnavailablePartitions, so this one's
+	// clusters keep what they run.
+	PartitionWaiting = "Waiting"
+	// PartitionRollingOut: some of its clusters are being handed the desired state or have not reported it
+	// applied and Ready yet.
+	PartitionRollingOut = "RollingOut"
+	// PartitionHalted: more of its clusters are unavailable than its maxUnavailable, and none of them is
+	// still on its way: the rollout stands here until they are Ready or a new commit replaces this one.
+	PartitionHalted = "Halted"
+	// PartitionDone: every cluster runs the desired state, and no more are unavailable than it allows.
+	PartitionDone = "Done"
+)
+
+// RolloutStatus is how a GitRepo's desired state goes through the partitions of its rolloutStrategy, with
+// Fleet's counters (a Bundle's status.unavailable, maxUnavailable, unavailablePartitions,
+// maxUnavailablePartitions, partitions).
+type RolloutStatus struct {
+	// Halted names the partition the rollout stands at, Halted; empty otherwise.
+	Halted string `json:"halted,omitempty"`
+	// Message says where the rollout stands, naming the halted partition's unavailable clusters.
+	Message                  string            `json:"message"`
+	MaxUnavailable           int               `json:"maxUnavailable"`
+	Unavailable              int               `json:"unavailable"`
+	MaxUnavailablePartitions int               `json:"maxUnavailablePartitions"`
+	UnavailablePartitions    int               `json:"unavailablePartitions"`
+	Partitions               []PartitionStatus `json:"partitions"`
+}
+
+// PartitionStatus is one partition of a rollout.
+type PartitionStatus struct {
+	Name           string `json:"name"`
+	State          string `json:"state"`
+	Count          int    `json:"count"`
+	MaxUnavailable int    `json:"maxUnavailable"`
+	// Unavailable counts the clusters that do not run the desired state yet or are not Ready.
+	Unavailable int      `json:"unavailable"`
+	Clusters    []string `json:"clusters"`
+	// UnavailableClusters are those of Clusters that count as Unavailable.
+	UnavailableClusters []string `json:"unavailableClusters,omitempty"`
 }

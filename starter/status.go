@@ -112,6 +112,9 @@ func printStatus(w io.Writer, format string, st api.GitRepoStatus) error {
 	for _, warning := range st.Warnings {
 		fmt.Fprintf(w, "Warning: %s\n", warning)
 	}
+	if st.Rollout != nil {
+		fmt.Fprintf(w, "Rollout: %s\n", st.Rollout.Message)
+	}
 	fmt.Fprintln(w)
 	tw := tabWriter(w)
 	fmt.Fprintln(tw, "CLUSTER\tBUNDLE\tSTATE\tREADY\tMESSAGE")

@@ -44,8 +44,8 @@ func (f *fakeAgent) keep(ctx context.Context, in api.KeepAgentInput) (api.KeepAg
 	return api.KeepAgentResult{Applied: true, Revision: f.revision, Digest: in.Digest}, nil
 }
 
-// desiredOf mocks AgentDesired with *digest, read at each call.
-func desiredOf(env *testsuite.TestWorkflowEnvironment, digest *string, reads *int) {
+// mockAgentDesired mocks AgentDesired with *digest, read at each call.
+func mockAgentDesired(env *testsuite.TestWorkflowEnvironment, digest *string, reads *int) {
 	env.OnActivity(api.ActivityAgentDesired, mock.Anything, mock.Anything).Return(func(_ context.Context, in api.AgentDesiredInput) (api.AgentDesired, error) {
 		*reads++
 		if *digest == "" {
@@ -69,7 +69,7 @@ func queryAgent(t *testing.T, env *testsuite.TestWorkflowEnvironment) api.AgentS
 func TestAgentWorkflowAppliesOnceWhenTheDigestDiffersAndRechecksOnItsTimer(t *testing.T) {
 	env := agentEnv()
 	digest, reads := "sha256:one", 0
-	desiredOf(env, &digest, &reads)
+	mockAgentDesired(env, &digest, &reads)
 	agent := &fakeAgent{recorded: "sha256:old", revision: 1}
 	env.OnActivity(api.ActivityKeepAgent, mock.Anything, mock.Anything).Return(agent.keep)
 	var mid api.AgentStatus
@@ -100,7 +100,7 @@ func TestAgentWorkflowAppliesOnceWhenTheDigestDiffersAndRechecksOnItsTimer(t *te
 func TestAgentWorkflowAppliesNothingWhenTheDigestIsEqual(t *testing.T) {
 	env := agentEnv()
 	digest, reads := "sha256:one", 0
-	desiredOf(env, &digest, &reads)
+	mockAgentDesired(env, &digest, &reads)
 	agent := &fakeAgent{recorded: "sha256:one", revision: 1}
 	env.OnActivity(api.ActivityKeepAgent, mock.Anything, mock.Anything).Return(agent.keep)
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(api.SignalCheck, nil) }, time.Minute)
@@ -119,7 +119,7 @@ func TestAgentWorkflowAppliesNothingWhenTheDigestIsEqual(t *testing.T) {
 func TestAgentWorkflowAppliesOnceAfterAChangeSignal(t *testing.T) {
 	env := agentEnv()
 	digest, reads := "sha256:one", 0
-	desiredOf(env, &digest, &reads)
+	mockAgentDesired(env, &digest, &reads)
 	agent := &fakeAgent{recorded: "sha256:one", revision: 1}
 	env.OnActivity(api.ActivityKeepAgent, mock.Anything, mock.Anything).Return(agent.keep)
 	var afterChange api.AgentStatus
@@ -145,7 +145,7 @@ func TestAgentWorkflowAppliesOnceAfterAChangeSignal(t *testing.T) {
 func TestAgentWorkflowRetriesAnAbsentAgentLater(t *testing.T) {
 	env := agentEnv()
 	digest, reads := "sha256:one", 0
-	desiredOf(env, &digest, &reads)
+	mockAgentDesired(env, &digest, &reads)
 	agent := &fakeAgent{recorded: "sha256:old", revision: 1}
 	away := 2
 	env.OnActivity(api.ActivityKeepAgent, mock.Anything, mock.Anything).Return(func(ctx context.Context, in api.KeepAgentInput) (api.KeepAgentResult, error) {

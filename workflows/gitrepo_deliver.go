@@ -17,15 +17,17 @@ func (g *gitRepoRun) target(pc api.PlannedCluster) api.ClusterTarget {
 	return api.TargetOf(g.key, g.spec.Spec, g.carry.Commit, pc, g.carry.Plan.Bundles)
 }
 
+// desired is what a planned cluster should run now.
+func (g *gitRepoRun) desired(pc api.PlannedCluster) api.DesiredUpdate {
+	return api.DesiredUpdate{Target: g.target(pc), CheckInterval: g.checkInterval()}
+}
+
 // deliver hands changed desired states to cluster workflows, at most window of them in flight at a time.
 func (g *gitRepoRun) deliver(ctx workflow.Context) {
 	if g.carry.Plan == nil || g.paused {
 		return
 	}
-	desired := func(pc api.PlannedCluster) api.DesiredUpdate {
-		return api.DesiredUpdate{Target: g.target(pc), CheckInterval: g.checkInterval()}
-	}
-	for _, h := range g.r.nextDeliveries(g.carry.Plan, workflow.Now(ctx), g.window(), desired) {
+	for _, h := range g.r.nextDeliveries(g.carry.Plan, workflow.Now(ctx), g.window(), g.desired) {
 		g.pending++
 		g.send(ctx, h)
 	}

@@ -29,8 +29,13 @@ func (g *gitRepoRun) view() api.GitRepoStatus {
 			st.Bundles = append(st.Bundles, b.Name)
 		}
 		st.Warnings = g.carry.Plan.Warnings
+		var held map[string]string
+		if g.carry.Plan.Rollout != nil {
+			sg := g.r.stage(g.carry.Plan, hashesOf(desiredOf(g.carry.Plan, g.desired)))
+			held, st.Rollout = sg.held, &sg.status
+		}
 		for _, pc := range g.carry.Plan.Clusters {
-			st.Clusters = append(st.Clusters, g.r.clusterView(g.carry.Plan, pc, g.carry.Commit, g.paused))
+			st.Clusters = append(st.Clusters, g.r.clusterView(g.carry.Plan, pc, g.carry.Commit, g.paused, held))
 		}
 	}
 	for _, name := range g.r.removing() {
@@ -47,7 +52,7 @@ func (g *gitRepoRun) publish(ctx workflow.Context, paced bool) {
 	st := g.view()
 	ready := fmt.Sprintf("%d/%d", st.ReadyClusters, st.DesiredReadyClusters)
 	hasError := st.Summary.ErrApplied > 0 || st.Error != ""
-	fp := strings.Join([]string{st.State, ready, st.Commit, st.Message, fmt.Sprint(hasError)}, "|")
+	fp := strings.Join([]string{st.State, ready, st.Commit, st.Message, fmt.Sprint(hasError), rolloutMessage(st)}, "|")
 	if fp == g.carry.Published {
 		g.publishDue = time.Time{}
 		return
@@ -64,9 +69,11 @@ func (g *gitRepoRun) publish(ctx workflow.Context, paced bool) {
 	_ = workflow.UpsertTypedSearchAttributes(ctx,
 		searchState.ValueSet(st.State), searchReady.ValueSet(ready), searchCommit.ValueSet(st.Commit),
 		searchHasError.ValueSet(hasError))
-	_ = workflow.UpsertMemo(ctx, map[string]any{
-		"state": st.State, "ready": ready, "commit": st.Commit, "message": st.Message, "summary": st.Summary,
-	})
+	memo := map[string]any{"state": st.State, "ready": ready, "commit": st.Commit, "message": st.Message, "summary": st.Summary}
+	if st.Rollout != nil {
+		memo["rollout"] = st.Rollout.Message
+	}
+	_ = workflow.UpsertMemo(ctx, memo)
 	workflow.SetCurrentDetails(ctx, gitRepoDetails(st))
 }
 
@@ -80,6 +87,13 @@ func gitRepoDetails(st api.GitRepoStatus) string {
 		b.WriteString(fmt.Sprintf("Polls every %s (next %s UTC; change it with the `%s` update)\n\n",
 			st.PollingInterval, st.NextPoll.UTC().Format("15:04:05"), api.UpdateSetPollingInterval))
 	}
+	if r := st.Rollout; r != nil {
+		b.WriteString(fmt.Sprintf("Rollout: %s\n\n| partition | state | unavailable | clusters |\n|---|---|---|---|\n", r.Message))
+		for _, p := range r.Partitions {
+			b.WriteString(fmt.Sprintf("| %s | %s | %d/%d (%d allowed) | %s |\n", p.Name, p.State, p.Unavailable, p.Count, p.MaxUnavailable, clusterList(p.Clusters)))
+		}
+		b.WriteString("\n")
+	}
 	b.WriteString("| cluster | state | ready | message |\n|---|---|---|---|\n")
 	for i, c := range st.Clusters {
 		if i == 50 {
@@ -90,4 +104,19 @@ func gitRepoDetails(st api.GitRepoStatus) string {
 		b.WriteString(fmt.Sprintf("| %s | %s | %d/%d | %s |\n", c.Name, c.State, c.ResourceCounts.Ready, c.ResourceCounts.DesiredReady, msg))
 	}
 	return b.String()
+}
+
+func rolloutMessage(st api.GitRepoStatus) string {
+	if st.Rollout == nil {
+		return ""
+	}
+	return st.Rollout.Message
+}
+
+// clusterList names up to ten clusters.
+func clusterList(names []string) string {
+	if len(names) > 10 {
+		return strings.Join(names[:10], ", ") + fmt.Sprintf(" and %d more", len(names)-10)
+	}
+	return strings.Join(names, ", ")
 }

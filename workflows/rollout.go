@@ -271,7 +271,15 @@ type handOver struct {
 // nextDeliveries decides which planned clusters get their desired state now, in plan order: those whose
 // desired state changed, while fewer than window deliveries are waiting for an acknowledgement. desired
 // builds a cluster's desired state; each decided one is recorded with the next generation.
+//
+// With a rolloutStrategy (plan.Rollout), only the clusters its partitions allow now are handed theirs.
 func (r *rollout) nextDeliveries(plan *api.Plan, now time.Time, window int, desired func(api.PlannedCluster) api.DesiredUpdate) []handOver {
+	var gate map[string]bool
+	var ups map[string]api.DesiredUpdate
+	if plan.Rollout != nil {
+		ups = desiredOf(plan, desired)
+		gate = r.stage(plan, hashesOf(ups)).allowed
+	}
 	inflight := r.inflight(now)
 	var out []handOver
 	for _, pc := range plan.Clusters {
@@ -279,10 +287,13 @@ func (r *rollout) nextDeliveries(plan *api.Plan, now time.Time, window int, desi
 			break
 		}
 		e := r.Clusters[pc.Name]
-		if pc.Paused || e != nil && e.Removing {
+		if pc.Paused || e != nil && e.Removing || gate != nil && !gate[pc.Name] {
 			continue
 		}
-		up := desired(pc)
+		up, ok := ups[pc.Name]
+		if !ok {
+			up = desired(pc)
+		}
 		hash := hashOf(up)
 		if e != nil && e.Delivered != nil && e.Delivered.Hash == hash {
 			continue
@@ -295,6 +306,24 @@ func (r *rollout) nextDeliveries(plan *api.Plan, now time.Time, window int, desi
 		out = append(out, handOver{Cluster: pc.Name, Update: up, Running: e.Running})
 	}
 	return out
+}
+
+// desiredOf builds every planned cluster's desired state.
+func desiredOf(plan *api.Plan, desired func(api.PlannedCluster) api.DesiredUpdate) map[string]api.DesiredUpdate {
+	ups := make(map[string]api.DesiredUpdate, len(plan.Clusters))
+	for _, pc := range plan.Clusters {
+		ups[pc.Name] = desired(pc)
+	}
+	return ups
+}
+
+// hashesOf identifies each desired state as a delivery records it.
+func hashesOf(ups map[string]api.DesiredUpdate) map[string]string {
+	hashes := make(map[string]string, len(ups))
+	for name, up := range ups {
+		hashes[name] = hashOf(up)
+	}
+	return hashes
 }
 
 // restartMissing takes the clusters whose workflow visibility lists as running: a planned cluster whose
@@ -320,16 +349,23 @@ func (r *rollout) restartMissing(plan *api.Plan, running []string) []string {
 // now, or Pending when it has not reported. It never shows a stale Ready. A cluster that does not run the
 // wanted commit and is not being handed it (paused, or the rollout window is full) is staged, bundle by
 // bundle, as Fleet shows a deployment whose newer one waits.
-func (r *rollout) clusterView(plan *api.Plan, pc api.PlannedCluster, commit string, paused bool) api.ClusterStatus {
+//
+// held says why a rolloutStrategy holds a cluster back (stage), so its message names the partition.
+func (r *rollout) clusterView(plan *api.Plan, pc api.PlannedCluster, commit string, paused bool, held map[string]string) api.ClusterStatus {
 	e := r.Clusters[pc.Name]
+	why, isHeld := held[pc.Name]
 	if e == nil || e.Status == nil {
 		cs := api.ClusterStatus{Name: pc.Name, State: api.StatePending, Message: "waiting for its cluster workflow", Reachable: true}
 		for _, i := range pc.Bundles {
 			cs.Bundles = append(cs.Bundles, api.BundleStatus{Name: plan.Bundles[i].Name, State: api.StatePending})
 		}
-		if paused || pc.Paused {
+		switch {
+		case paused || pc.Paused:
 			cs.Message = "" // nothing is handed over while paused, so no workflow is coming
 			stage(&cs, fmt.Sprintf("paused; commit %s is waiting", api.ShortCommit(commit)))
+		case isHeld:
+			cs.Message = ""
+			stage(&cs, fmt.Sprintf("commit %s %s", api.ShortCommit(commit), why))
 		}
 		return cs
 	}
@@ -342,6 +378,8 @@ func (r *rollout) clusterView(plan *api.Plan, pc api.PlannedCluster, commit stri
 	case d != nil && d.Generation > cs.Generation && cs.Reachable:
 		cs.State = api.StateWaitApplied
 		cs.Message = fmt.Sprintf("applying commit %s", api.ShortCommit(commit))
+	case isHeld && cs.Reachable:
+		stage(&cs, fmt.Sprintf("at commit %s; %s %s", api.ShortCommit(cs.Commit), api.ShortCommit(commit), why))
 	case cs.Commit != commit && cs.Reachable:
 		// Not delivered yet (the rollout window is full): what it runs is not what the GitRepo wants.
 		stage(&cs, fmt.Sprintf("at commit %s; %s waits for the rollout window", api.ShortCommit(cs.Commit), api.ShortCommit(commit)))

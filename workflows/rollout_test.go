@@ -126,10 +126,10 @@ func TestTheClusterViewIsJudgedAgainstWhatIsWantedNow(t *testing.T) {
 		Delivered: &delivery{Generation: 2}}
 	r.Clusters["b"] = &clusterEntry{Running: true, Status: &api.ClusterStatus{Name: "b", State: api.StateReady, Commit: "c1", Reachable: true, Generation: 1},
 		Delivered: &delivery{Generation: 1, Acked: true}}
-	require.Equal(t, api.StateWaitApplied, r.clusterView(plan, plan.Clusters[0], "c2", false).State)
-	require.Equal(t, api.StateOutOfSync, r.clusterView(plan, plan.Clusters[1], "c2", false).State)
-	require.Equal(t, api.StatePending, r.clusterView(plan, plan.Clusters[2], "c2", false).State)
-	require.Equal(t, api.StateOutOfSync, r.clusterView(plan, plan.Clusters[2], "c2", true).State, "paused")
+	require.Equal(t, api.StateWaitApplied, r.clusterView(plan, plan.Clusters[0], "c2", false, nil).State)
+	require.Equal(t, api.StateOutOfSync, r.clusterView(plan, plan.Clusters[1], "c2", false, nil).State)
+	require.Equal(t, api.StatePending, r.clusterView(plan, plan.Clusters[2], "c2", false, nil).State)
+	require.Equal(t, api.StateOutOfSync, r.clusterView(plan, plan.Clusters[2], "c2", true, nil).State, "paused")
 }
 
 // A run from before the rollout type carried four maps keyed by cluster; continuing into this code, they

@@ -242,6 +242,9 @@ func aggregate(st *api.GitRepoStatus) {
 	if st.Held != "" {
 		parts = append(parts, st.Held)
 	}
+	if st.Rollout != nil && st.Rollout.Halted != "" {
+		parts = append(parts, st.Rollout.Message)
+	}
 	if nowhere := placedNowhere(st); len(nowhere) > 0 && st.Error == "" {
 		// Deploying nothing is never success: a Fleet user who left out targets, or whose selector
 		// matches no cluster, must see it rather than "Ready, 0/0". NotReady is the floor; a cluster in a

@@ -97,7 +97,7 @@ func TestAClusterTheRolloutHasNotReachedIsOutOfSyncUnlessItsOwnStateComesFirst(t
 		r.Clusters["a"] = &clusterEntry{Running: true, Delivered: &delivery{Generation: 1, Acked: true},
 			Status: &api.ClusterStatus{Name: "a", State: state, Commit: "c1", Reachable: true, Generation: 1,
 				Bundles: []api.BundleStatus{bundleIn("web", state, "")}}}
-		return r.clusterView(plan, plan.Clusters[0], "c2", false)
+		return r.clusterView(plan, plan.Clusters[0], "c2", false, nil)
 	}
 	for state, want := range map[string]string{
 		api.StateReady:       api.StateOutOfSync,
@@ -185,8 +185,8 @@ func TestAPausedClustersBundlesAreOutOfSyncWithTheCommitTheyWaitAt(t *testing.T)
 	r.Clusters["a"], r.Clusters["b"] = reported("c1", true), reported("c1", true)
 	const why = "paused at commit c1; c2 is waiting"
 	for _, v := range []api.ClusterStatus{
-		r.clusterView(plan, plan.Clusters[0], "c2", true),  // the GitRepo is paused
-		r.clusterView(plan, plan.Clusters[1], "c2", false), // the cluster is paused
+		r.clusterView(plan, plan.Clusters[0], "c2", true, nil),  // the GitRepo is paused
+		r.clusterView(plan, plan.Clusters[1], "c2", false, nil), // the cluster is paused
 	} {
 		require.Equal(t, api.StateOutOfSync, v.State)
 		require.Equal(t, why+`; bundle "db": configmap app/db modified; bundle "api": deployment app/api notReady: Available: 0/1`, v.Message)
@@ -199,25 +199,25 @@ func TestAPausedClustersBundlesAreOutOfSyncWithTheCommitTheyWaitAt(t *testing.T)
 	require.Equal(t, api.StateModified, r.Clusters["a"].Status.State, "the report itself is left as it was")
 
 	st := api.GitRepoStatus{Commit: "c2", Paused: true, Bundles: []string{"api", "db", "web"},
-		Clusters: []api.ClusterStatus{r.clusterView(plan, plan.Clusters[0], "c2", true)}}
+		Clusters: []api.ClusterStatus{r.clusterView(plan, plan.Clusters[0], "c2", true, nil)}}
 	aggregate(&st)
 	require.Equal(t, api.StateOutOfSync, st.State)
 	require.Equal(t, api.Summary{DesiredReady: 3, OutOfSync: 2, NotReady: 1}, st.Summary)
 
 	// Paused at the commit the GitRepo wants: nothing waits.
 	r.Clusters["a"] = reported("c2", true)
-	require.Equal(t, api.StateModified, r.clusterView(plan, plan.Clusters[0], "c2", true).State)
+	require.Equal(t, api.StateModified, r.clusterView(plan, plan.Clusters[0], "c2", true, nil).State)
 
 	// Paused and unreachable: the cluster is ErrApplied, and its message says both.
 	r.Clusters["a"] = reported("c1", false)
 	r.Clusters["a"].Status.Message = `cluster "a": connection refused`
 	summarizeCluster(r.Clusters["a"].Status)
-	unreached := r.clusterView(plan, plan.Clusters[0], "c2", true)
+	unreached := r.clusterView(plan, plan.Clusters[0], "c2", true, nil)
 	require.Equal(t, api.StateErrApplied, unreached.State)
 	require.Equal(t, `cluster "a": connection refused; `+why, unreached.Message)
 
 	// Paused before its workflow ever reported: nothing runs there, every bundle waits for the commit.
-	never := newRollout().clusterView(plan, plan.Clusters[1], "c2", false)
+	never := newRollout().clusterView(plan, plan.Clusters[1], "c2", false, nil)
 	require.Equal(t, api.StateOutOfSync, never.State)
 	require.Equal(t, "paused; commit c2 is waiting", never.Message)
 	for _, b := range never.Bundles {
