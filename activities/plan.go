@@ -81,7 +81,7 @@ func planRollout(p *api.Plan, bundles []plan.Bundle, infos map[string]fleet.Clus
 	p.Rollout = &api.RolloutPlan{MaxUnavailable: rp.MaxUnavailable, MaxUnavailablePartitions: rp.MaxUnavailablePartitions, MaxNew: rp.MaxNew,
 		Partitions: make([]api.PartitionPlan, len(rp.Partitions))}
 	for i, part := range rp.Partitions {
-		p.Rollout.Partitions[i] = api.PartitionPlan{Name: part.Name, MaxUnavailable: part.MaxUnavailable}
+		p.Rollout.Partitions[i] = api.PartitionPlan{Name: part.Name, MaxUnavailable: part.MaxUnavailable, Approval: part.Approval, Soak: part.Soak}
 		for _, m := range part.Members {
 			p.Clusters[m].Partition = i
 		}

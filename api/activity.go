@@ -128,10 +128,12 @@ type RolloutPlan struct {
 	Partitions               []PartitionPlan `json:"partitions"`
 }
 
-// PartitionPlan is one partition of a RolloutPlan.
+// PartitionPlan is one partition of a RolloutPlan, with its gate (fleet.PartitionGate).
 type PartitionPlan struct {
-	Name           string `json:"name"`
-	MaxUnavailable int    `json:"maxUnavailable"`
+	Name           string        `json:"name"`
+	MaxUnavailable int           `json:"maxUnavailable"`
+	Approval       bool          `json:"approval,omitempty"`
+	Soak           time.Duration `json:"soak,omitempty"`
 }
 
 // PlannedCluster is one targeted cluster and the bundles it receives.

@@ -24,3 +24,20 @@ type ApproveRemovalResult struct {
 	Commit  string `json:"commit"`
 	Message string `json:"message"`
 }
+
+// RolloutActionInput is the input of the rollout updates (UpdateRolloutApprove and the others).
+type RolloutActionInput struct {
+	// Partition, when set, must be the partition waiting for approval (approve only).
+	Partition string `json:"partition,omitempty"`
+	// Commit, when set, must be (a prefix of) the commit being rolled out, so a person acts on what they saw.
+	Commit string `json:"commit,omitempty"`
+	// By and Reason are recorded with the action (the CLI sends the user's name).
+	By     string `json:"by,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// RolloutActionResult says what the action did and where the rollout stands.
+type RolloutActionResult struct {
+	Message string        `json:"message"`
+	Rollout RolloutStatus `json:"rollout"`
+}

@@ -76,6 +76,14 @@ const (
 	// UpdateApproveRemoval lets a held plan (one that would uninstall every bundle or most clusters)
 	// through (ApproveRemovalInput).
 	UpdateApproveRemoval = "approveRemoval"
+
+	// The rollout's steering wheel (RolloutActionInput, RolloutActionResult), for a GitRepo with a
+	// rolloutStrategy: let it past the partition whose gate waits for approval; stop handing anything
+	// over where it stands; go on; give up the commit being rolled out (until a new commit).
+	UpdateRolloutApprove = "rolloutApprove"
+	UpdateRolloutPause   = "rolloutPause"
+	UpdateRolloutResume  = "rolloutResume"
+	UpdateRolloutAbort   = "rolloutAbort"
 )
 
 // Cluster workflow messages: its GitRepo sends the first two, a person or a test the third.

@@ -171,6 +171,10 @@ const (
 	// PartitionRollingOut: some of its clusters are being handed the desired state or have not reported it
 	// applied and Ready yet.
 	PartitionRollingOut = "RollingOut"
+	// PartitionAwaitingApproval: done, and its gate waits for `flotilla rollout approve`.
+	PartitionAwaitingApproval = "AwaitingApproval"
+	// PartitionSoaking: done, and its gate waits until its clusters have been Ready for its soak time.
+	PartitionSoaking = "Soaking"
 	// PartitionHalted: more of its clusters are unavailable than its maxUnavailable, and none of them is
 	// still on its way: the rollout stands here until they are Ready or a new commit replaces this one.
 	PartitionHalted = "Halted"
@@ -184,6 +188,12 @@ const (
 type RolloutStatus struct {
 	// Halted names the partition the rollout stands at, Halted; empty otherwise.
 	Halted string `json:"halted,omitempty"`
+	// Gate names the partition whose gate the rollout waits at (AwaitingApproval or Soaking).
+	Gate string `json:"gate,omitempty"`
+	// Paused and Aborted say who stopped the rollout, when and why (`flotilla rollout pause|abort`); an
+	// abort holds for its commit only.
+	Paused  *RolloutMark `json:"paused,omitempty"`
+	Aborted *RolloutMark `json:"aborted,omitempty"`
 	// Message says where the rollout stands, naming the halted partition's unavailable clusters.
 	Message                  string            `json:"message"`
 	MaxUnavailable           int               `json:"maxUnavailable"`
@@ -191,6 +201,24 @@ type RolloutStatus struct {
 	MaxUnavailablePartitions int               `json:"maxUnavailablePartitions"`
 	UnavailablePartitions    int               `json:"unavailablePartitions"`
 	Partitions               []PartitionStatus `json:"partitions"`
+	// Events are the last approvals, pauses, resumes and aborts, oldest first.
+	Events []RolloutEvent `json:"events,omitempty"`
+}
+
+// RolloutMark is who did something to a rollout, when, on which commit, and why.
+type RolloutMark struct {
+	By     string    `json:"by"`
+	At     time.Time `json:"at"`
+	Commit string    `json:"commit,omitempty"`
+	Reason string    `json:"reason,omitempty"`
+}
+
+// RolloutEvent is one step of a rollout a person took, or a gate that opened.
+type RolloutEvent struct {
+	RolloutMark
+	// Action is approve, pause, resume or abort.
+	Action    string `json:"action"`
+	Partition string `json:"partition,omitempty"`
 }
 
 // PartitionStatus is one partition of a rollout.
@@ -202,6 +230,12 @@ type PartitionStatus struct {
 	// Unavailable counts the clusters that do not run the desired state yet or are not Ready.
 	Unavailable int      `json:"unavailable"`
 	Clusters    []string `json:"clusters"`
+	// Approval and Soak are its gate; SoakUntil is when a Soaking partition's gate opens.
+	Approval  bool          `json:"approval,omitempty"`
+	Soak      time.Duration `json:"soak,omitempty"`
+	SoakUntil time.Time     `json:"soakUntil,omitempty"`
+	// ApprovedBy says who let the rollout past its gate.
+	ApprovedBy *RolloutMark `json:"approvedBy,omitempty"`
 	// UnavailableClusters are those of Clusters that count as Unavailable.
 	UnavailableClusters []string `json:"unavailableClusters,omitempty"`
 }

@@ -248,6 +248,17 @@ type Partition struct {
 	ClusterSelector      *metav1.LabelSelector `json:"clusterSelector,omitempty"`
 	ClusterGroup         string                `json:"clusterGroup,omitempty"`
 	ClusterGroupSelector *metav1.LabelSelector `json:"clusterGroupSelector,omitempty"`
+	// Gate is Flotilla's own (Fleet reads past it): what must happen once the partition is done before
+	// the next one starts.
+	Gate *PartitionGate `json:"gate,omitempty"`
+}
+
+// PartitionGate holds a rollout after its partition: for a person's approval (`flotilla rollout
+// approve`), for a soak time during which every cluster of the partition stays Ready, or both.
+type PartitionGate struct {
+	Approval bool `json:"approval,omitempty"`
+	// Soak is a duration (10m, 1h30m).
+	Soak string `json:"soak,omitempty"`
 }
 
 // Dependency is one dependsOn entry, Fleet's BundleRef: the bundle called Name, or every bundle whose

@@ -3,9 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
+	"os/user"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
 
 	"github.com/flotilla-gitops/flotilla/api"
 )
@@ -40,8 +43,76 @@ this one. -o json prints the status's "rollout" object, null for a GitRepo witho
 		},
 	}
 	addOutputFlag(status, g)
-	cmd.AddCommand(status)
+	cmd.AddCommand(status,
+		newRolloutActionCmd(g, "approve", api.UpdateRolloutApprove,
+			"Let the rollout past the partition whose gate waits for approval",
+			`Let the GitRepo's rollout past the partition whose gate waits for approval (rolloutStrategy partition
+gate.approval). Refused, with the reason, when no partition waits, when --partition names another, or
+when --commit is not the commit being rolled out. Who approved, when and why is recorded in the status
+(rollout.events, the partition's approvedBy).`),
+		newRolloutActionCmd(g, "pause", api.UpdateRolloutPause,
+			"Stop the rollout where it stands: no cluster is handed anything new until resume",
+			`Stop the GitRepo's rollout where it stands: clusters keep what they run or are applying, and no cluster
+is handed a new commit or any other change until 'flotilla rollout resume'. Drift correction goes on.`),
+		newRolloutActionCmd(g, "resume", api.UpdateRolloutResume,
+			"Go on with a paused or aborted rollout",
+			`Go on with a rollout paused or aborted: the partitions pick up where they stood.`),
+		newRolloutActionCmd(g, "abort", api.UpdateRolloutAbort,
+			"Give up the commit being rolled out: clusters keep what they run until a new commit",
+			`Give up rolling out the planned commit: the clusters that run it keep it, the others keep what they run,
+and nothing more is handed over until a new commit (which starts a new rollout) or 'flotilla rollout resume'.`),
+	)
 	return cmd
+}
+
+func newRolloutActionCmd(g *globals, verb, update, short, long string) *cobra.Command {
+	var in api.RolloutActionInput
+	cmd := &cobra.Command{
+		Use:   verb + " [-n NAMESPACE] NAME",
+		Short: short,
+		Long:  long + "\n\nThe same as 'temporal workflow update execute --name " + update + "' on the GitRepo's workflow.",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			key := g.key(args[0])
+			c, err := g.dialGitRepos()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			ctx, cancel := g.ctx()
+			defer cancel()
+			if err := g.ownGitRepo(ctx, c, key); err != nil {
+				return err
+			}
+			h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+				WorkflowID: key.WorkflowID(), UpdateName: update, Args: []any{in}, WaitForStage: client.WorkflowUpdateStageCompleted,
+			})
+			if err != nil {
+				return fmt.Errorf("gitrepo %q: rollout %s: %w", key, verb, err)
+			}
+			var res api.RolloutActionResult
+			if err := h.Get(ctx, &res); err != nil {
+				return fmt.Errorf("gitrepo %q: rollout %s: %w", key, verb, err)
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "gitrepo/%s: %s\nRollout: %s\n", key, res.Message, res.Rollout.Message)
+			return err
+		},
+	}
+	if verb == "approve" {
+		cmd.Flags().StringVar(&in.Partition, "partition", "", "approve only if this partition is the one waiting")
+	}
+	cmd.Flags().StringVar(&in.Commit, "commit", "", "act only if this is the commit being rolled out (prefix)")
+	cmd.Flags().StringVar(&in.By, "by", currentUser(), "who acts, as recorded")
+	cmd.Flags().StringVar(&in.Reason, "reason", "", "why, as recorded")
+	return cmd
+}
+
+// currentUser names the person running the CLI, for the record.
+func currentUser() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return os.Getenv("USER")
 }
 
 func printRollout(w io.Writer, st api.GitRepoStatus) error {
@@ -55,10 +126,33 @@ func printRollout(w io.Writer, st api.GitRepoStatus) error {
 	fmt.Fprintf(w, "GitRepo %s  commit %s\nRollout: %s\nUnavailable clusters %d (%d allowed), unavailable partitions %d (%d allowed)\n\n",
 		key, api.ShortCommit(st.Commit), r.Message, r.Unavailable, r.MaxUnavailable, r.UnavailablePartitions, r.MaxUnavailablePartitions)
 	tw := tabWriter(w)
-	fmt.Fprintln(tw, "PARTITION\tSTATE\tUNAVAILABLE\tALLOWED\tCLUSTERS\tUNAVAILABLE CLUSTERS")
+	fmt.Fprintln(tw, "PARTITION\tSTATE\tUNAVAILABLE\tALLOWED\tGATE\tCLUSTERS\tUNAVAILABLE CLUSTERS")
 	for _, p := range r.Partitions {
-		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%d\t%s\t%s\n", p.Name, p.State, p.Unavailable, p.Count, p.MaxUnavailable,
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%d\t%s\t%s\t%s\n", p.Name, p.State, p.Unavailable, p.Count, p.MaxUnavailable, gateOf(p),
 			dash(strings.Join(p.Clusters, ",")), dash(strings.Join(p.UnavailableClusters, ",")))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, e := range r.Events {
+		fmt.Fprintf(w, "%s  %s%s by %s, commit %s%s\n", e.At.Local().Format("2006-01-02 15:04:05"), e.Action,
+			map[bool]string{true: " " + e.Partition}[e.Partition != ""], e.By, api.ShortCommit(e.Commit), map[bool]string{true: ": " + e.Reason}[e.Reason != ""])
+	}
+	return nil
+}
+
+// gateOf says what a partition's gate waits for, and who opened it.
+func gateOf(p api.PartitionStatus) string {
+	var parts []string
+	if p.Soak > 0 {
+		parts = append(parts, "soak "+p.Soak.String())
+	}
+	if p.Approval {
+		a := "approval"
+		if p.ApprovedBy != nil {
+			a += " (" + p.ApprovedBy.By + ")"
+		}
+		parts = append(parts, a)
+	}
+	return dash(strings.Join(parts, ", "))
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -125,7 +127,7 @@ spec:
 	require.NoError(t, json.Unmarshal([]byte(s.CLIRun("rollout", "status", "staged", "-o", "json")), &fromCLI))
 	require.Equal(t, "canary", fromCLI.Halted)
 	table := s.CLIRun("rollout", "status", "staged")
-	require.Regexp(t, `canary\s+Halted\s+2/2\s+0\s+canary-1,canary-2`, table)
+	require.Regexp(t, `canary\s+Halted\s+2/2\s+0\s+-\s+canary-1,canary-2`, table)
 	require.Contains(t, table, "canary-1,canary-2")
 	require.Contains(t, s.CLIRun("status", "staged"), `Rollout: rollout halted at partition "canary"`)
 	require.Contains(t, memoOf(t, s, "gitrepo/staged", "rollout"), `rollout halted at partition "canary"`, "the Web UI's memo")
@@ -164,4 +166,111 @@ func memoOf(t *testing.T, s *harness.Stack, workflowID, field string) string {
 	var v string
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayload(p, &v))
 	return v
+}
+
+// gatedFleetYAML holds the rollout after the canary for a person's approval.
+const gatedFleetYAML = `rolloutStrategy:
+  maxUnavailable: 1
+  partitions:
+  - name: canary
+    maxUnavailable: 0
+    clusterSelector: {matchLabels: {stage: canary}}
+    gate: {approval: true}
+  - name: rest
+    maxUnavailable: 0
+    clusterSelector: {matchLabels: {stage: rest}}
+`
+
+// A person steers a rollout through the CLI and through `temporal workflow update execute` alike: the
+// canary's gate waits for approval (approving another partition is refused with the reason), a paused
+// rollout hands nothing over even once approved until resumed, an aborted commit stays where it stood
+// (approving it is refused) until a new commit starts a new rollout. Who did what is recorded.
+func TestAPersonApprovesPausesResumesAndAbortsARollout(t *testing.T) {
+	t.Parallel()
+	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a"}}})
+	var docs []string
+	for _, c := range []struct{ name, stage string }{{"gate-canary", "canary"}, {"gate-rest-1", "rest"}, {"gate-rest-2", "rest"}} {
+		docs = append(docs, fmt.Sprintf("apiVersion: fleet.cattle.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: %s\n  labels: {stage: %s}\n"+
+			"spec:\n  kubeConfigPath: %s\n  confineToNamespace: %s\n", c.name, c.stage, s.K8s.Kubeconfig("a"), c.name))
+	}
+	s.Apply(strings.Join(docs, "---\n"))
+	repo := s.NewRepo(map[string]string{"web/fleet.yaml": gatedFleetYAML, "web/cm.yaml": fmt.Sprintf(configMapV, "1")})
+	s.Apply(harness.GitRepoYAML("gated", repo.URL(), "  targets: [{clusterSelector: {matchExpressions: [{key: stage, operator: Exists}]}}]\n"))
+	temporal := func(update, input string) (string, error) {
+		out, err := exec.Command(filepath.Join(harness.BinDir(), "temporal"), "workflow", "update", "execute", "--address", s.Address(),
+			"--workflow-id", "gitrepo/gated", "--name", update, "--input", input).CombinedOutput()
+		return string(out), err
+	}
+	atGate := func(commit string) func(api.GitRepoStatus) bool {
+		return func(st api.GitRepoStatus) bool {
+			c, _ := harness.Cluster(st, "gate-canary")
+			return st.Commit != "" && (commit == "" || st.Commit == commit) && c.Commit == st.Commit && c.State == api.StateReady &&
+				st.Rollout != nil && st.Rollout.Gate == "canary"
+		}
+	}
+
+	// The first commit stops at the canary's gate.
+	st := s.WaitStatus("gated", 3*time.Minute, "the canary waits for approval", atGate(""))
+	first := st.Commit
+	require.Equal(t, api.PartitionAwaitingApproval, st.Rollout.Partitions[0].State)
+	rest := mustCluster(t, st, "gate-rest-1")
+	require.Equal(t, api.StateOutOfSync, rest.State, "the rest has nothing yet, staged")
+	require.Contains(t, rest.Message, `waits for approval of partition "canary"`)
+	out, err := temporal(api.UpdateRolloutApprove, `{"partition":"rest","by":"alice"}`)
+	require.Error(t, err)
+	require.Contains(t, out, `partition \"rest\" does not wait for approval; \"canary\" does`)
+	out, err = temporal(api.UpdateRolloutApprove, `{"partition":"canary","by":"alice","reason":"canary looks fine"}`)
+	require.NoError(t, err, out)
+	st = s.WaitStatus("gated", 3*time.Minute, "approved, everywhere", harness.AllReady)
+	require.Equal(t, "alice", st.Rollout.Partitions[0].ApprovedBy.By)
+	require.Equal(t, "canary looks fine", st.Rollout.Events[0].Reason)
+
+	// Paused at the gate: an approval is recorded, but nothing moves until resume.
+	second := repo.Commit(map[string]string{"web/cm.yaml": fmt.Sprintf(configMapV, "2")}, "v2")
+	s.WaitStatus("gated", 3*time.Minute, "v2 waits at the canary's gate", atGate(second))
+	require.Contains(t, s.CLIRun("rollout", "pause", "gated", "--by", "bob", "--reason", "change freeze"), "paused")
+	res := s.CLI("rollout", "pause", "gated")
+	require.NotZero(t, res.ExitCode)
+	require.Contains(t, res.Stderr, "the rollout is already paused, by bob")
+	require.Contains(t, s.CLIRun("rollout", "approve", "gated", "--by", "bob", "--commit", api.ShortCommit(second)), `goes on past partition "canary"`)
+	st = s.WaitStatus("gated", time.Minute, "approved while paused", func(st api.GitRepoStatus) bool {
+		return st.Rollout != nil && st.Rollout.Paused != nil && st.Rollout.Partitions[0].ApprovedBy != nil
+	})
+	for _, c := range []string{"gate-rest-1", "gate-rest-2"} {
+		cs := mustCluster(t, st, c)
+		require.Equal(t, first, cs.Commit, "cluster %s keeps v1 while paused", c)
+		require.Contains(t, cs.Message, "the rollout is paused by bob", "cluster %s", c)
+		require.Contains(t, cs.Message, "(change freeze)")
+	}
+	require.Equal(t, "1", s.ConfigMapData("a", "gate-rest-1", "app")["v"])
+	out, err = temporal(api.UpdateRolloutResume, `{"by":"carol"}`)
+	require.NoError(t, err, out)
+	s.WaitStatus("gated", 3*time.Minute, "v2 everywhere", func(st api.GitRepoStatus) bool { return st.Commit == second && harness.AllReady(st) })
+
+	// Aborted: the commit stays where it stood; a new commit is a new rollout.
+	third := repo.Commit(map[string]string{"web/cm.yaml": fmt.Sprintf(configMapV, "3")}, "v3")
+	s.WaitStatus("gated", 3*time.Minute, "v3 waits at the canary's gate", atGate(third))
+	require.Contains(t, s.CLIRun("rollout", "abort", "gated", "--by", "dave", "--reason", "wrong config"), "aborted")
+	out, err = temporal(api.UpdateRolloutApprove, `{"by":"erin"}`)
+	require.Error(t, err)
+	require.Contains(t, out, "was aborted by dave")
+	st, err = s.Status("gated")
+	require.NoError(t, err)
+	require.Equal(t, "dave", st.Rollout.Aborted.By)
+	require.Equal(t, second, mustCluster(t, st, "gate-rest-2").Commit)
+	require.Equal(t, []string{"approve", "pause", "approve", "resume", "abort"}, eventActions(st.Rollout.Events))
+	require.Contains(t, s.CLIRun("rollout", "status", "gated"), "abort by dave, commit "+api.ShortCommit(third)+": wrong config")
+
+	fourth := repo.Commit(map[string]string{"web/cm.yaml": fmt.Sprintf(configMapV, "4")}, "v4")
+	st = s.WaitStatus("gated", 3*time.Minute, "v4 starts a new rollout", atGate(fourth))
+	require.Nil(t, st.Rollout.Aborted)
+	require.Equal(t, "4", s.ConfigMapData("a", "gate-canary", "app")["v"])
+}
+
+func eventActions(evs []api.RolloutEvent) []string {
+	var out []string
+	for _, e := range evs {
+		out = append(out, e.Action)
+	}
+	return out
 }

@@ -68,7 +68,7 @@ func TestAThousandClusterGitRepoContinuesAsNewUnderThePayloadLimit(t *testing.T)
 		next.carry, err = unpackCarry(in.CarryZ)
 		require.NoError(t, err)
 		next.r = next.carry.takeRollout()
-		require.Equal(t, g.view(), next.viewWith(g), "the next run shows exactly the same status")
+		require.Equal(t, g.view(t0), next.viewWith(g), "the next run shows exactly the same status")
 	}
 }
 
@@ -91,7 +91,7 @@ func TestAnOversizedCarryIsTrimmedNotLost(t *testing.T) {
 // viewWith is the view of a run holding this carry and other's spec.
 func (g *gitRepoRun) viewWith(other *gitRepoRun) api.GitRepoStatus {
 	g.spec, g.paused, g.nextPoll = other.spec, other.paused, other.nextPoll
-	return g.view()
+	return g.view(t0)
 }
 
 func mustMarshal(t *testing.T, v any) []byte {

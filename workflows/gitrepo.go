@@ -76,7 +76,7 @@ func GitRepoWorkflow(ctx workflow.Context, in api.GitRepoInput) error {
 	}
 	g.r = g.carry.takeRollout()
 	g.events = workflow.NewBufferedChannel(ctx, 10000)
-	if err := workflow.SetQueryHandler(ctx, api.QueryStatus, func() (api.GitRepoStatus, error) { return g.view(), nil }); err != nil {
+	if err := workflow.SetQueryHandler(ctx, api.QueryStatus, func() (api.GitRepoStatus, error) { return g.view(workflow.Now(ctx)), nil }); err != nil {
 		return err
 	}
 	if err := workflow.SetQueryHandler(ctx, api.QuerySpec, func() (fleet.GitRepo, error) { return g.specView(), nil }); err != nil {
@@ -89,6 +89,9 @@ func GitRepoWorkflow(ctx workflow.Context, in api.GitRepoInput) error {
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, api.UpdateApproveRemoval, g.approveRemoval,
 		workflow.UpdateHandlerOptions{Validator: g.validateApproval}); err != nil {
+		return err
+	}
+	if err := g.setRolloutHandlers(ctx); err != nil {
 		return err
 	}
 	// One upsert, as before FlotillaNamespace existed: replay matches an upsert by its kind alone.
@@ -176,6 +179,9 @@ func (g *gitRepoRun) loop(ctx workflow.Context) error {
 			wake = r
 		}
 		wake = g.r.nextAckDeadline(workflow.Now(ctx), wake)
+		if d := g.r.soakDue; d.After(workflow.Now(ctx)) && d.Before(wake) {
+			wake = d // a partition's soak time ends: its gate opens
+		}
 		if !g.publishDue.IsZero() && g.publishDue.Before(wake) {
 			wake = g.publishDue
 		}

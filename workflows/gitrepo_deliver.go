@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 
@@ -24,6 +25,7 @@ func (g *gitRepoRun) desired(pc api.PlannedCluster) api.DesiredUpdate {
 
 // deliver hands changed desired states to cluster workflows, at most window of them in flight at a time.
 func (g *gitRepoRun) deliver(ctx workflow.Context) {
+	g.r.soakDue = time.Time{}
 	if g.carry.Plan == nil || g.paused {
 		return
 	}

@@ -10,7 +10,7 @@ import (
 )
 
 // view is the GitRepo status: every planned cluster, reported or not, never a stale Ready.
-func (g *gitRepoRun) view() api.GitRepoStatus {
+func (g *gitRepoRun) view(now time.Time) api.GitRepoStatus {
 	s := g.spec.Spec
 	st := api.GitRepoStatus{
 		Name: g.name(), Repo: s.Repo, Branch: s.Branch, Revision: s.Revision, Commit: g.carry.Commit, Paused: g.paused,
@@ -31,7 +31,7 @@ func (g *gitRepoRun) view() api.GitRepoStatus {
 		st.Warnings = g.carry.Plan.Warnings
 		var held map[string]string
 		if g.carry.Plan.Rollout != nil {
-			sg := g.r.stage(g.carry.Plan, hashesOf(desiredOf(g.carry.Plan, g.desired)))
+			sg := g.r.stage(g.carry.Plan, hashesOf(desiredOf(g.carry.Plan, g.desired)), now)
 			held, st.Rollout = sg.held, &sg.status
 		}
 		for _, pc := range g.carry.Plan.Clusters {
@@ -49,7 +49,7 @@ func (g *gitRepoRun) view() api.GitRepoStatus {
 // Paced, a change of state, commit or error goes out at once and a rollout's progress at most every
 // publishEvery; the loop wakes at publishDue for what is held back.
 func (g *gitRepoRun) publish(ctx workflow.Context, paced bool) {
-	st := g.view()
+	st := g.view(workflow.Now(ctx))
 	ready := fmt.Sprintf("%d/%d", st.ReadyClusters, st.DesiredReadyClusters)
 	hasError := st.Summary.ErrApplied > 0 || st.Error != ""
 	fp := strings.Join([]string{st.State, ready, st.Commit, st.Message, fmt.Sprint(hasError), rolloutMessage(st)}, "|")

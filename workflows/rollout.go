@@ -62,6 +62,10 @@ type rollout struct {
 	Clusters map[string]*clusterEntry `json:"clusters,omitempty"`
 	// Generation numbers deliveries; a cluster workflow ignores a desired state older than its own.
 	Generation int64 `json:"generation,omitempty"`
+	// Gates is what people and time decided about the rollout of a rolloutStrategy (rollout_gates.go).
+	Gates *rolloutGates `json:"gates,omitempty"`
+	// soakDue is when the next soak time ends, as the last decision saw it (zero: none runs).
+	soakDue time.Time
 }
 
 func newRollout() *rollout { return &rollout{Clusters: map[string]*clusterEntry{}} }
@@ -276,9 +280,12 @@ type handOver struct {
 func (r *rollout) nextDeliveries(plan *api.Plan, now time.Time, window int, desired func(api.PlannedCluster) api.DesiredUpdate) []handOver {
 	var gate map[string]bool
 	var ups map[string]api.DesiredUpdate
+	r.soakDue = time.Time{}
 	if plan.Rollout != nil {
 		ups = desiredOf(plan, desired)
-		gate = r.stage(plan, hashesOf(ups)).allowed
+		sg := r.stage(plan, hashesOf(ups), now)
+		r.observeSoaks(plan, sg, now)
+		gate, r.soakDue = sg.allowed, sg.soakDue
 	}
 	inflight := r.inflight(now)
 	var out []handOver

@@ -3,6 +3,7 @@ package workflows
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/flotilla-gitops/flotilla/api"
 )
@@ -29,6 +30,10 @@ type staging struct {
 	// held says, for a cluster whose desired state changed but which is not allowed, what it waits for.
 	held   map[string]string
 	status api.RolloutStatus
+	// soaked are the done partitions with a soak time, whose clusters are all Ready now; soakDue is the
+	// earliest moment a soak still running ends.
+	soaked  []string
+	soakDue time.Time
 }
 
 // memberClass is where one cluster of a partition stands against its desired state.
@@ -56,8 +61,9 @@ func unavailable(e *clusterEntry) bool {
 }
 
 // stage decides, for a plan with a rollout, which clusters may be handed their desired state now; hashes
-// are the planned clusters' desired-state hashes.
-func (r *rollout) stage(plan *api.Plan, hashes map[string]string) staging {
+// are the planned clusters' desired-state hashes. A paused rollout, or an aborted commit, hands nothing
+// over; a done partition whose gate is closed (approval, soak) holds the partitions after it.
+func (r *rollout) stage(plan *api.Plan, hashes map[string]string, now time.Time) staging {
 	rp := plan.Rollout
 	out := staging{allowed: map[string]bool{}, held: map[string]string{}}
 	members := make([][]int, len(rp.Partitions))
@@ -73,15 +79,20 @@ func (r *rollout) stage(plan *api.Plan, hashes map[string]string) staging {
 	handed := func(e *clusterEntry, hash string) bool {
 		return e != nil && e.Delivered != nil && e.Delivered.Hash == hash
 	}
-	newCount, blocking := 0, ""
+	// stop is why nothing is handed over (a pause, an abort); blockedBy why the clusters of later
+	// partitions wait, once a partition or its gate holds them.
+	stop, blockedBy := r.stopped(plan.Commit, &st), ""
+	newCount := 0
 	for pi, part := range rp.Partitions {
-		ps := api.PartitionStatus{Name: part.Name, Count: len(members[pi]), MaxUnavailable: part.MaxUnavailable, Clusters: []string{}}
+		ps := api.PartitionStatus{Name: part.Name, Count: len(members[pi]), MaxUnavailable: part.MaxUnavailable, Clusters: []string{},
+			Approval: part.Approval, Soak: part.Soak, ApprovedBy: r.approval(plan.Commit, part.Name)}
 		inPartition := 0
 		for _, i := range members[pi] {
 			if unavailable(r.Clusters[plan.Clusters[i].Name]) {
 				inPartition++
 			}
 		}
+		blocked := blockedBy != ""
 		for _, i := range members[pi] {
 			pc := plan.Clusters[i]
 			e, hash := r.Clusters[pc.Name], hashes[pc.Name]
@@ -89,8 +100,10 @@ func (r *rollout) stage(plan *api.Plan, hashes map[string]string) staging {
 				continue
 			}
 			switch {
-			case blocking != "":
-				out.held[pc.Name] = fmt.Sprintf("waits for partition %q", blocking)
+			case blocked:
+				out.held[pc.Name] = blockedBy
+			case stop != "":
+				out.held[pc.Name] = stop
 			case !hasDeployment(e) && newCount >= rp.MaxNew:
 				out.held[pc.Name] = fmt.Sprintf("waits: at most %d clusters get the GitRepo first at once (maxNew)", rp.MaxNew)
 			case !hasDeployment(e):
@@ -122,19 +135,27 @@ func (r *rollout) stage(plan *api.Plan, hashes map[string]string) staging {
 		}
 		over := ps.Unavailable > ps.MaxUnavailable
 		switch {
-		case blocking != "":
+		case blocked && ps.Unavailable > 0 && count[memberOnItsWay] == 0:
 			ps.State = api.PartitionWaiting
-		case count[memberOnItsWay] > 0 || count[memberHeld] > 0 && !over:
+		case count[memberOnItsWay] > 0:
 			ps.State = api.PartitionRollingOut
-		case over:
+		case over && count[memberFailing] > 0:
 			ps.State = api.PartitionHalted
+		case count[memberHeld] > 0 && stop != "":
+			ps.State = api.PartitionWaiting
+		case count[memberHeld] > 0:
+			ps.State = api.PartitionRollingOut
 		default:
 			ps.State = api.PartitionDone
 		}
-		if blocking == "" && over {
+		if blocked {
+			st.Partitions = append(st.Partitions, ps)
+			continue
+		}
+		if over {
 			st.UnavailablePartitions++
 			if st.UnavailablePartitions > rp.MaxUnavailablePartitions {
-				blocking = part.Name
+				blockedBy = fmt.Sprintf("waits for partition %q", part.Name)
 				if ps.State == api.PartitionHalted {
 					st.Halted = part.Name
 					st.Message = fmt.Sprintf("rollout halted at partition %q (%d of %d): %d of %d clusters unavailable, %d allowed: %s",
@@ -142,11 +163,20 @@ func (r *rollout) stage(plan *api.Plan, hashes map[string]string) staging {
 				}
 			}
 		}
+		if ps.State == api.PartitionDone && blockedBy == "" {
+			blockedBy = r.gate(plan.Commit, part, &ps, &st, &out, now)
+		}
 		st.Partitions = append(st.Partitions, ps)
 	}
 	st.Unavailable = global
 	if st.Message == "" {
 		st.Message = progressMessage(st)
+	}
+	if stop != "" {
+		st.Message = stop + "; " + st.Message
+	}
+	if r.Gates != nil {
+		st.Events = r.Gates.Events
 	}
 	out.status = st
 	return out
@@ -172,6 +202,12 @@ func classify(e *clusterEntry, handed, allowed bool) memberClass {
 // progressMessage says where a rollout that is not halted stands.
 func progressMessage(st api.RolloutStatus) string {
 	for i, ps := range st.Partitions {
+		switch ps.State {
+		case api.PartitionAwaitingApproval:
+			return fmt.Sprintf("partition %q (%d of %d) is done and waits for approval (flotilla rollout approve)", ps.Name, i+1, len(st.Partitions))
+		case api.PartitionSoaking:
+			return fmt.Sprintf("partition %q (%d of %d) is done and soaks until %s", ps.Name, i+1, len(st.Partitions), ps.SoakUntil.UTC().Format(time.TimeOnly+" UTC"))
+		}
 		if ps.State != api.PartitionDone {
 			return fmt.Sprintf("rolling out partition %q (%d of %d): %d of %d clusters unavailable, %d allowed",
 				ps.Name, i+1, len(st.Partitions), ps.Unavailable, ps.Count, ps.MaxUnavailable)

@@ -59,7 +59,7 @@ func (f *fleetSim) until(commit string) [][]string {
 }
 
 func (f *fleetSim) status(commit string) staging {
-	return f.r.stage(f.plan, hashesOf(desiredOf(f.plan, desiredFor(commit))))
+	return f.r.stage(f.plan, hashesOf(desiredOf(f.plan, desiredFor(commit))), f.now)
 }
 
 func alwaysReady(string, string) string { return api.StateReady }

@@ -26,7 +26,7 @@ func BenchmarkGitRepoViewMidRollout(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if st := g.view(); st.ReadyClusters != n/2 {
+		if st := g.view(t0); st.ReadyClusters != n/2 {
 			b.Fatalf("ready %d, want %d", st.ReadyClusters, n/2)
 		}
 	}

@@ -218,6 +218,7 @@ func TestARolloutStrategyIsReadAsFleetWritesItAndABadValueIsNamed(t *testing.T) 
     clusterSelector: {matchLabels: {stage: canary}}
   - name: rest
     clusterGroup: prod
+    gate: {approval: true, soak: 10m}
 `)
 	require.NoError(t, err)
 	require.Empty(t, b.Warnings)
@@ -228,6 +229,9 @@ func TestARolloutStrategyIsReadAsFleetWritesItAndABadValueIsNamed(t *testing.T) 
 	require.Equal(t, "canary", rs.Partitions[0].Name)
 	require.Equal(t, 0, rs.Partitions[0].MaxUnavailable.IntValue())
 	require.Equal(t, "prod", rs.Partitions[1].ClusterGroup)
+	require.Equal(t, &fleet.PartitionGate{Approval: true, Soak: "10m"}, rs.Partitions[1].Gate, "Flotilla's gate")
+	_, err = loadOne(t, "fleet.yaml", "rolloutStrategy:\n  partitions:\n  - gate: {soak: forever}\n")
+	require.EqualError(t, err, `web/fleet.yaml: line 1: rolloutStrategy.partitions[0].gate.soak: "forever" is not a positive duration (10m, 1h30m)`)
 
 	_, err = loadOne(t, "fleet.yaml", "rolloutStrategy:\n  partitions:\n  - maxUnavailable: half\n")
 	require.EqualError(t, err, `web/fleet.yaml: line 1: rolloutStrategy.partitions[0].maxUnavailable: "half" is neither a number nor a percentage (10%)`)

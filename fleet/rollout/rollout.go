@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -42,6 +43,9 @@ type Plan struct {
 type Partition struct {
 	Name           string
 	MaxUnavailable int
+	// Approval and Soak are the partition's gate.
+	Approval bool
+	Soak     time.Duration
 	// Members are indexes into the clusters the plan was made for.
 	Members []int
 }
@@ -103,6 +107,11 @@ func Validate(s *fleet.RolloutStrategy) error {
 		if err := check(key+".maxUnavailable", p.MaxUnavailable); err != nil {
 			return err
 		}
+		if p.Gate != nil {
+			if _, err := soakOf(p.Gate); err != nil {
+				return fmt.Errorf("rolloutStrategy.%s.gate.soak: %w", key, err)
+			}
+		}
 		for field, sel := range map[string]*metav1.LabelSelector{"clusterSelector": p.ClusterSelector, "clusterGroupSelector": p.ClusterGroupSelector} {
 			if sel == nil {
 				continue
@@ -113,6 +122,18 @@ func Validate(s *fleet.RolloutStrategy) error {
 		}
 	}
 	return nil
+}
+
+// soakOf reads a gate's soak time: a positive duration, or nothing.
+func soakOf(g *fleet.PartitionGate) (time.Duration, error) {
+	if g.Soak == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(g.Soak)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%q is not a positive duration (10m, 1h30m)", g.Soak)
+	}
+	return d, nil
 }
 
 // Partitions applies a strategy (nil: Fleet's defaults) to clusters, in the order given. Declared
@@ -145,7 +166,12 @@ func Partitions(s *fleet.RolloutStrategy, clusters []fleet.ClusterInfo) (Plan, e
 			}
 		}
 		budget, _ := Limit(len(members), def.MaxUnavailable, s.MaxUnavailable)
-		p.Partitions = append(p.Partitions, Partition{Name: def.Name, MaxUnavailable: budget, Members: members})
+		part := Partition{Name: def.Name, MaxUnavailable: budget, Members: members}
+		if g := def.Gate; g != nil {
+			part.Approval = g.Approval
+			part.Soak, _ = soakOf(g)
+		}
+		p.Partitions = append(p.Partitions, part)
 	}
 	var rest []int
 	for i := range clusters {
