@@ -29,7 +29,7 @@ var payloads = []any{
 	GitRepoInput{}, RunOptions{}, ClusterWorkflowInput{}, DesiredUpdate{}, RemoveRequest{}, ClusterReport{}, InventoryInput{},
 	AwaitClusterRemovedInput{}, AwaitClusterRemovedResult{}, Holder{}, LeavingHolders{}, LeavingHoldersInput{}, LeavingHoldersResult{},
 	Deployment{}, DeployedBundle{}, RolloutPlan{}, PartitionPlan{}, RolloutStatus{}, PartitionStatus{}, RolloutMark{}, RolloutEvent{},
-	RolloutActionInput{}, RolloutActionResult{},
+	RolloutActionInput{}, RolloutActionResult{}, RollbackInput{}, RollbackResult{}, Pin{},
 }
 
 // Recorded histories hold these payloads and scripts parse `flotilla status -o json`: a renamed JSON key,

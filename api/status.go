@@ -72,6 +72,11 @@ type GitRepoStatus struct {
 	Held string `json:"held,omitempty"`
 	// Rollout is how the planned commit goes through the partitions of a rolloutStrategy; nil without one.
 	Rollout *RolloutStatus `json:"rollout,omitempty"`
+	// Pins are the rollbacks in force (`flotilla rollback`): clusters held on an earlier commit.
+	Pins []Pin `json:"pins,omitempty"`
+	// Events are the last steps people took on the GitRepo's rollouts (approve, pause, resume, abort,
+	// rollback, clear rollback), oldest first: who, when, on which commit, and why.
+	Events []RolloutEvent `json:"events,omitempty"`
 	// Warnings name fleet.yaml keys of the planned commit that Flotilla does not act on.
 	Warnings             []string        `json:"warnings,omitempty"`
 	Summary              Summary         `json:"summary"`
@@ -201,8 +206,6 @@ type RolloutStatus struct {
 	MaxUnavailablePartitions int               `json:"maxUnavailablePartitions"`
 	UnavailablePartitions    int               `json:"unavailablePartitions"`
 	Partitions               []PartitionStatus `json:"partitions"`
-	// Events are the last approvals, pauses, resumes and aborts, oldest first.
-	Events []RolloutEvent `json:"events,omitempty"`
 }
 
 // RolloutMark is who did something to a rollout, when, on which commit, and why.
@@ -216,9 +219,11 @@ type RolloutMark struct {
 // RolloutEvent is one step of a rollout a person took, or a gate that opened.
 type RolloutEvent struct {
 	RolloutMark
-	// Action is approve, pause, resume or abort.
+	// Action is approve, pause, resume, abort, rollback or clear rollback.
 	Action    string `json:"action"`
 	Partition string `json:"partition,omitempty"`
+	// Cluster is the one cluster a rollback pinned or cleared; empty for all.
+	Cluster string `json:"cluster,omitempty"`
 }
 
 // PartitionStatus is one partition of a rollout.

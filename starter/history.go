@@ -52,7 +52,17 @@ deployment with its attempts counted.`,
 			if g.output != "table" && g.output != "" {
 				return printStructured(cmd.OutOrStdout(), g.output, out)
 			}
-			return printHistory(cmd.OutOrStdout(), out)
+			if err := printHistory(cmd.OutOrStdout(), out); err != nil {
+				return err
+			}
+			ctx, cancel := g.ctx()
+			defer cancel()
+			if st, err := queryStatus(ctx, c, key); err == nil && len(st.Events) > 0 {
+				// Who approved, paused, aborted or rolled back, beside what was deployed.
+				fmt.Fprintln(cmd.OutOrStdout(), "\nSteps taken (status -o json: events):")
+				printEvents(cmd.OutOrStdout(), st.Events)
+			}
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&cluster, "cluster", "", "only this cluster")

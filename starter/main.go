@@ -98,7 +98,7 @@ func newRootWith(g *globals) *cobra.Command {
 	root.PersistentFlags().DurationVar(&g.timeout, "request-timeout", 30*time.Second, "timeout of each call to Temporal, and how long to keep trying to reach it")
 	g.conn.AddPFlags(root.PersistentFlags())
 	root.AddCommand(newApplyCmd(g), newClusterCmd(g), newAgentCmd(g), newInstallationKeyCmd(), newGetCmd(g), newStatusCmd(g),
-		newSyncCmd(g), newHistoryCmd(g), newRolloutCmd(g),
+		newSyncCmd(g), newHistoryCmd(g), newRolloutCmd(g), newRollbackCmd(g),
 		newSignalCmd(g, "pause", "Stop changes from reaching clusters (status shows OutOfSync)", signalPause),
 		newSignalCmd(g, "resume", "Let changes reach clusters again", signalResume),
 		newSignalCmd(g, "delete", "Uninstall the GitRepo from every cluster and end its workflow", signalDelete),

@@ -134,11 +134,23 @@ func printRollout(w io.Writer, st api.GitRepoStatus) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	for _, e := range r.Events {
-		fmt.Fprintf(w, "%s  %s%s by %s, commit %s%s\n", e.At.Local().Format("2006-01-02 15:04:05"), e.Action,
-			map[bool]string{true: " " + e.Partition}[e.Partition != ""], e.By, api.ShortCommit(e.Commit), map[bool]string{true: ": " + e.Reason}[e.Reason != ""])
-	}
+	printEvents(w, st.Events)
 	return nil
+}
+
+// printEvents lists the steps people took on a GitRepo's rollouts.
+func printEvents(w io.Writer, events []api.RolloutEvent) {
+	for _, e := range events {
+		what := e.Action
+		switch {
+		case e.Partition != "":
+			what += " partition " + e.Partition
+		case e.Cluster != "":
+			what += " cluster " + e.Cluster
+		}
+		fmt.Fprintf(w, "%s  %s by %s, commit %s%s\n", e.At.Local().Format("2006-01-02 15:04:05"), what, e.By, api.ShortCommit(e.Commit),
+			map[bool]string{true: ": " + e.Reason}[e.Reason != ""])
+	}
 }
 
 // gateOf says what a partition's gate waits for, and who opened it.

@@ -223,7 +223,7 @@ func TestAPersonApprovesPausesResumesAndAbortsARollout(t *testing.T) {
 	require.NoError(t, err, out)
 	st = s.WaitStatus("gated", 3*time.Minute, "approved, everywhere", harness.AllReady)
 	require.Equal(t, "alice", st.Rollout.Partitions[0].ApprovedBy.By)
-	require.Equal(t, "canary looks fine", st.Rollout.Events[0].Reason)
+	require.Equal(t, "canary looks fine", st.Events[0].Reason)
 
 	// Paused at the gate: an approval is recorded, but nothing moves until resume.
 	second := repo.Commit(map[string]string{"web/cm.yaml": fmt.Sprintf(configMapV, "2")}, "v2")
@@ -258,7 +258,7 @@ func TestAPersonApprovesPausesResumesAndAbortsARollout(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "dave", st.Rollout.Aborted.By)
 	require.Equal(t, second, mustCluster(t, st, "gate-rest-2").Commit)
-	require.Equal(t, []string{"approve", "pause", "approve", "resume", "abort"}, eventActions(st.Rollout.Events))
+	require.Equal(t, []string{"approve", "pause", "approve", "resume", "abort"}, eventActions(st.Events))
 	require.Contains(t, s.CLIRun("rollout", "status", "gated"), "abort by dave, commit "+api.ShortCommit(third)+": wrong config")
 
 	fourth := repo.Commit(map[string]string{"web/cm.yaml": fmt.Sprintf(configMapV, "4")}, "v4")

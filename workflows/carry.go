@@ -32,6 +32,8 @@ type GitRepoCarry struct {
 	// clusters on their way out (ADR 16): none of them is targeted, whatever the plan.
 	InventorySeen int64                `json:"inventorySeen,omitempty"`
 	Leaving       []api.LeavingCluster `json:"leaving,omitempty"`
+	// Pins are the rollbacks in force (gitrepo_rollback.go), oldest first.
+	Pins []pin `json:"pins,omitempty"`
 
 	// The per-cluster state as runs before the rollout type carried it: four maps keyed by cluster. Read
 	// once, when such a run continues as new into this code (legacyRollout); never written.

@@ -94,6 +94,10 @@ func GitRepoWorkflow(ctx workflow.Context, in api.GitRepoInput) error {
 	if err := g.setRolloutHandlers(ctx); err != nil {
 		return err
 	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, api.UpdateRollback, g.rollback,
+		workflow.UpdateHandlerOptions{Validator: g.validateRollback}); err != nil {
+		return err
+	}
 	// One upsert, as before FlotillaNamespace existed: replay matches an upsert by its kind alone.
 	_ = workflow.UpsertTypedSearchAttributes(ctx, searchGitRepo.ValueSet(g.spec.Metadata.Name), searchRepo.ValueSet(g.spec.Spec.Repo),
 		searchNamespace.ValueSet(key.Namespace))

@@ -19,7 +19,12 @@ func (g *gitRepoRun) target(pc api.PlannedCluster) api.ClusterTarget {
 }
 
 // desired is what a planned cluster should run now.
+// A pinned cluster (a rollback) gets its pinned commit, planned as that commit was.
 func (g *gitRepoRun) desired(pc api.PlannedCluster) api.DesiredUpdate {
+	if p := g.pinFor(pc.Name); p != nil {
+		t := api.TargetOf(g.key, g.spec.Spec, p.Commit, *plannedIn(p.Plan, pc.Name), p.Plan.Bundles)
+		return api.DesiredUpdate{Target: t, CheckInterval: g.checkInterval()}
+	}
 	return api.DesiredUpdate{Target: g.target(pc), CheckInterval: g.checkInterval()}
 }
 
@@ -29,6 +34,7 @@ func (g *gitRepoRun) deliver(ctx workflow.Context) {
 	if g.carry.Plan == nil || g.paused {
 		return
 	}
+	g.r.ungated = g.pinned()
 	for _, h := range g.r.nextDeliveries(g.carry.Plan, workflow.Now(ctx), g.window(), g.desired) {
 		g.pending++
 		g.send(ctx, h)

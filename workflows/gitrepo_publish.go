@@ -30,6 +30,11 @@ func (g *gitRepoRun) view(now time.Time) api.GitRepoStatus {
 		}
 		st.Warnings = g.carry.Plan.Warnings
 		var held map[string]string
+		g.r.ungated = g.pinned()
+		st.Pins = g.pinsView()
+		if g.r.Gates != nil {
+			st.Events = g.r.Gates.Events
+		}
 		if g.carry.Plan.Rollout != nil {
 			sg := g.r.stage(g.carry.Plan, hashesOf(desiredOf(g.carry.Plan, g.desired)), now)
 			held, st.Rollout = sg.held, &sg.status

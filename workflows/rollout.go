@@ -66,6 +66,9 @@ type rollout struct {
 	Gates *rolloutGates `json:"gates,omitempty"`
 	// soakDue is when the next soak time ends, as the last decision saw it (zero: none runs).
 	soakDue time.Time
+	// ungated are the clusters handed their desired state past partitions and gates (pinned by a
+	// rollback), set by the caller before each decision.
+	ungated map[string]string
 }
 
 func newRollout() *rollout { return &rollout{Clusters: map[string]*clusterEntry{}} }
@@ -327,8 +330,8 @@ func desiredOf(plan *api.Plan, desired func(api.PlannedCluster) api.DesiredUpdat
 // hashesOf identifies each desired state as a delivery records it.
 func hashesOf(ups map[string]api.DesiredUpdate) map[string]string {
 	hashes := make(map[string]string, len(ups))
-	for name, up := range ups {
-		hashes[name] = hashOf(up)
+	for _, name := range sortedKeys(ups) {
+		hashes[name] = hashOf(ups[name])
 	}
 	return hashes
 }
@@ -361,6 +364,9 @@ func (r *rollout) restartMissing(plan *api.Plan, running []string) []string {
 func (r *rollout) clusterView(plan *api.Plan, pc api.PlannedCluster, commit string, paused bool, held map[string]string) api.ClusterStatus {
 	e := r.Clusters[pc.Name]
 	why, isHeld := held[pc.Name]
+	if pinned, ok := r.ungated[pc.Name]; ok {
+		return r.pinnedView(plan, pc, pinned)
+	}
 	if e == nil || e.Status == nil {
 		cs := api.ClusterStatus{Name: pc.Name, State: api.StatePending, Message: "waiting for its cluster workflow", Reachable: true}
 		for _, i := range pc.Bundles {
@@ -391,6 +397,21 @@ func (r *rollout) clusterView(plan *api.Plan, pc api.PlannedCluster, commit stri
 		// Not delivered yet (the rollout window is full): what it runs is not what the GitRepo wants.
 		stage(&cs, fmt.Sprintf("at commit %s; %s waits for the rollout window", api.ShortCommit(cs.Commit), api.ShortCommit(commit)))
 	}
+	return cs
+}
+
+// pinnedView is a cluster a rollback holds on an earlier commit: never Ready at the GitRepo's commit,
+// OutOfSync with who pinned it, unless it ranks worse.
+func (r *rollout) pinnedView(plan *api.Plan, pc api.PlannedCluster, why string) api.ClusterStatus {
+	e := r.Clusters[pc.Name]
+	var cs api.ClusterStatus
+	if e == nil || e.Status == nil {
+		cs = api.ClusterStatus{Name: pc.Name, State: api.StatePending, Reachable: true}
+	} else {
+		cs = *e.Status
+		cs.Bundles = append([]api.BundleStatus(nil), cs.Bundles...)
+	}
+	stage(&cs, why)
 	return cs
 }
 

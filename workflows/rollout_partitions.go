@@ -99,7 +99,10 @@ func (r *rollout) stage(plan *api.Plan, hashes map[string]string, now time.Time)
 			if pc.Paused || e != nil && e.Removing || handed(e, hash) {
 				continue
 			}
+			_, pinned := r.ungated[pc.Name]
 			switch {
+			case pinned:
+				out.allowed[pc.Name] = true
 			case blocked:
 				out.held[pc.Name] = blockedBy
 			case stop != "":
@@ -174,9 +177,6 @@ func (r *rollout) stage(plan *api.Plan, hashes map[string]string, now time.Time)
 	}
 	if stop != "" {
 		st.Message = stop + "; " + st.Message
-	}
-	if r.Gates != nil {
-		st.Events = r.Gates.Events
 	}
 	out.status = st
 	return out
