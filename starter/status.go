@@ -115,6 +115,14 @@ func printStatus(w io.Writer, format string, st api.GitRepoStatus) error {
 	if st.Rollout != nil {
 		fmt.Fprintf(w, "Rollout: %s\n", st.Rollout.Message)
 	}
+	for _, p := range st.Pins {
+		on := "every cluster"
+		if len(p.Clusters) > 0 {
+			on = strings.Join(p.Clusters, ", ")
+		}
+		fmt.Fprintf(w, "Pinned: %s on commit %s by %s%s (flotilla rollback --clear)\n", on, api.ShortCommit(p.Commit), p.By,
+			map[bool]string{true: ": " + p.Reason}[p.Reason != ""])
+	}
 	fmt.Fprintln(w)
 	tw := tabWriter(w)
 	fmt.Fprintln(tw, "CLUSTER\tBUNDLE\tSTATE\tREADY\tMESSAGE")

@@ -52,6 +52,7 @@ func TestARollbackPinsClustersToAnEarlierCommitUntilCleared(t *testing.T) {
 	require.Contains(t, rb1.Message, "(v2 breaks checkout)")
 	require.Equal(t, api.StateOutOfSync, st.State, "not Ready at HEAD while a cluster is pinned")
 	require.Len(t, st.Pins, 1)
+	require.Contains(t, s.CLIRun("status", "pinned"), "Pinned: rb-1 on commit "+api.ShortCommit(v1)+" by alice: v2 breaks checkout")
 	require.Equal(t, "1", value("rb-1"))
 	require.Equal(t, "2", value("rb-2"))
 

@@ -92,6 +92,10 @@ func gitRepoDetails(st api.GitRepoStatus) string {
 		b.WriteString(fmt.Sprintf("Polls every %s (next %s UTC; change it with the `%s` update)\n\n",
 			st.PollingInterval, st.NextPoll.UTC().Format("15:04:05"), api.UpdateSetPollingInterval))
 	}
+	for _, p := range st.Pins {
+		b.WriteString(fmt.Sprintf("Pinned by a rollback: commit `%s` on %s, by %s (`flotilla rollback --clear`)\n\n",
+			api.ShortCommit(p.Commit), pinnedWhere(p), p.By))
+	}
 	if r := st.Rollout; r != nil {
 		b.WriteString(fmt.Sprintf("Rollout: %s\n\n| partition | state | unavailable | clusters |\n|---|---|---|---|\n", r.Message))
 		for _, p := range r.Partitions {
@@ -124,4 +128,11 @@ func clusterList(names []string) string {
 		return strings.Join(names[:10], ", ") + fmt.Sprintf(" and %d more", len(names)-10)
 	}
 	return strings.Join(names, ", ")
+}
+
+func pinnedWhere(p api.Pin) string {
+	if len(p.Clusters) == 0 {
+		return "every cluster"
+	}
+	return clusterList(p.Clusters)
 }
