@@ -24,6 +24,9 @@ func (a *Activities) Plan(ctx context.Context, in api.PlanInput) (api.Plan, erro
 	if err := target.Validate(in.Targets); err != nil {
 		return api.Plan{}, temporal.NewNonRetryableApplicationError("spec.targets: "+err.Error(), api.ErrTypeInvalidTargets, nil)
 	}
+	if err := fleet.ValidateSyncWindowSelectors(in.SyncWindows); err != nil {
+		return api.Plan{}, temporal.NewNonRetryableApplicationError(err.Error(), api.ErrTypeInvalidTargets, nil)
+	}
 	dir, err := a.checkout(ctx, gitcache.Remote{URL: in.Repo, Workspace: in.Key().Namespace, Secret: in.ClientSecretName, CABundle: in.CABundle,
 		InsecureSkipTLSVerify: in.InsecureSkipTLSVerify}, in.Commit, in.HelmOp)
 	if err != nil {
@@ -52,6 +55,7 @@ func (a *Activities) Plan(ctx context.Context, in api.PlanInput) (api.Plan, erro
 		p.Clusters = append(p.Clusters, pc)
 		infos[pc.Name] = tc.Info
 	}
+	planWindows(&p, in.SyncWindows, infos)
 	if err := planRollout(&p, bundles, infos); err != nil {
 		return api.Plan{}, temporal.NewNonRetryableApplicationError(err.Error(), api.ErrTypeBundle, nil)
 	}
@@ -87,4 +91,15 @@ func planRollout(p *api.Plan, bundles []plan.Bundle, infos map[string]fleet.Clus
 		}
 	}
 	return nil
+}
+
+// planWindows lists, for each planned cluster, the sync windows with cluster criteria that choose it.
+func planWindows(p *api.Plan, windows []fleet.SyncWindow, infos map[string]fleet.ClusterInfo) {
+	for i := range p.Clusters {
+		for wi, w := range windows {
+			if !w.AllClusters() && target.Selects(w.ClusterName, w.ClusterSelector, w.ClusterGroup, w.ClusterGroupSelector, infos[p.Clusters[i].Name]) {
+				p.Clusters[i].Windows = append(p.Clusters[i].Windows, wi)
+			}
+		}
+	}
 }

@@ -94,6 +94,8 @@ type PlanInput struct {
 	ChartAccess *ChartAccess `json:"chartAccess,omitempty"`
 	// HelmOp is the fleet.yaml of the one bundle of a HelmOp, which has no repository (fleet.HelmOp).
 	HelmOp *fleet.FleetYAML `json:"helmOp,omitempty"`
+	// SyncWindows are the GitRepo's: the plan says which of those with cluster criteria choose each cluster.
+	SyncWindows []fleet.SyncWindow `json:"syncWindows,omitempty"`
 }
 
 // Key is the GitRepo that plans.
@@ -147,6 +149,9 @@ type PlannedCluster struct {
 	Agent bool `json:"agent,omitempty"`
 	// Partition is the index of the cluster's partition in Plan.Rollout.
 	Partition int `json:"partition,omitempty"`
+	// Windows are the indexes of the GitRepo's sync windows with cluster criteria that choose this
+	// cluster (windows without criteria apply to every cluster).
+	Windows []int `json:"windows,omitempty"`
 }
 
 // DeployOptions are the GitRepo-level options a cluster workflow applies bundles with.

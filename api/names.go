@@ -84,6 +84,9 @@ const (
 	UpdateRolloutPause   = "rolloutPause"
 	UpdateRolloutResume  = "rolloutResume"
 	UpdateRolloutAbort   = "rolloutAbort"
+	// UpdateOverrideWindow lets the planned commit through the GitRepo's sync windows, until a new commit
+	// (RolloutActionInput: by, reason), for an emergency; it is recorded.
+	UpdateOverrideWindow = "overrideWindow"
 )
 
 // Cluster workflow messages: its GitRepo sends the first two, a person or a test the third.

@@ -72,6 +72,9 @@ type GitRepoStatus struct {
 	Held string `json:"held,omitempty"`
 	// Rollout is how the planned commit goes through the partitions of a rolloutStrategy; nil without one.
 	Rollout *RolloutStatus `json:"rollout,omitempty"`
+	// SyncWindow says where the GitRepo's sync windows stand: open, closed on how many clusters, or
+	// overridden, and when the next one opens or closes; empty without windows.
+	SyncWindow string `json:"syncWindow,omitempty"`
 	// Pins are the rollbacks in force (`flotilla rollback`): clusters held on an earlier commit.
 	Pins []Pin `json:"pins,omitempty"`
 	// Events are the last steps people took on the GitRepo's rollouts (approve, pause, resume, abort,

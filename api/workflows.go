@@ -64,6 +64,9 @@ type ClusterWorkflowInput struct {
 	// Remove is the removal a run continues: one whose uninstall kept failing for long enough to cut its
 	// history goes on removing in a new run.
 	Remove *RemoveRequest `json:"remove,omitempty"`
+	// SyncWindows are the GitRepo's sync windows that apply to this cluster: while they are closed the run
+	// applies nothing, drift correction included unless one of them allows it.
+	SyncWindows []fleet.SyncWindow `json:"syncWindows,omitempty"`
 }
 
 // DesiredUpdate is the parent's `desired` signal (SignalDesired): what this cluster should run now.
@@ -72,6 +75,8 @@ type DesiredUpdate struct {
 	Generation    int64         `json:"generation"`
 	Paused        bool          `json:"paused,omitempty"`
 	CheckInterval time.Duration `json:"checkInterval,omitempty"`
+	// SyncWindows are as in ClusterWorkflowInput.
+	SyncWindows []fleet.SyncWindow `json:"syncWindows,omitempty"`
 }
 
 // RemoveRequest is the `remove` signal (SignalRemove) to a cluster workflow.

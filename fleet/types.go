@@ -101,6 +101,8 @@ type GitRepoSpec struct {
 	CABundle []byte `json:"caBundle,omitempty"`
 	// InsecureSkipTLSVerify turns off the certificate check of the HTTPS repository and of its charts.
 	InsecureSkipTLSVerify bool `json:"insecureSkipTLSVerify,omitempty"`
+	// SyncWindows are Flotilla's own: when changes may reach the clusters (SyncWindow).
+	SyncWindows []SyncWindow `json:"syncWindows,omitempty"`
 	// ForceSyncGeneration, when increased, redeploys every bundle.
 	ForceSyncGeneration int64 `json:"forceSyncGeneration,omitempty"`
 	// ServiceAccount is refused by `flotilla apply`: Flotilla applies with the cluster's kubeconfig identity

@@ -56,6 +56,9 @@ func validateGitRepo(g GitRepo, strictURL bool) error {
 			return fmt.Errorf("gitrepo %q: spec.pollingInterval %q: not a duration like 15s or 1m", name, g.Spec.PollingInterval)
 		}
 	}
+	if err := ValidateSyncWindows(g.Spec.SyncWindows); err != nil {
+		return fmt.Errorf("gitrepo %q: %w", name, err)
+	}
 	return nil
 }
 

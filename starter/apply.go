@@ -200,6 +200,9 @@ func (g *globals) applyGitRepo(ctx context.Context, c client.Client, gr fleet.Gi
 	if err := fleet.ValidateGitRepo(gr); err != nil {
 		return "", err
 	}
+	if err := fleet.ValidateSyncWindowSelectors(gr.Spec.SyncWindows); err != nil {
+		return "", fmt.Errorf("gitrepo %q: %w", gr.Metadata.Name, err)
+	}
 	key := api.KeyOf(gr.Metadata.Namespace, gr.Metadata.Name)
 	if err := g.mayApplyGitRepo(ctx, c, key, gr.IsHelmOp()); err != nil {
 		return "", err

@@ -115,6 +115,9 @@ func printStatus(w io.Writer, format string, st api.GitRepoStatus) error {
 	if st.Rollout != nil {
 		fmt.Fprintf(w, "Rollout: %s\n", st.Rollout.Message)
 	}
+	if st.SyncWindow != "" {
+		fmt.Fprintf(w, "Sync windows: %s\n", st.SyncWindow)
+	}
 	for _, p := range st.Pins {
 		on := "every cluster"
 		if len(p.Clusters) > 0 {

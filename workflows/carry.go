@@ -34,6 +34,8 @@ type GitRepoCarry struct {
 	Leaving       []api.LeavingCluster `json:"leaving,omitempty"`
 	// Pins are the rollbacks in force (gitrepo_rollback.go), oldest first.
 	Pins []pin `json:"pins,omitempty"`
+	// WindowOverride lets its commit through the sync windows (gitrepo_syncwindows.go).
+	WindowOverride *api.RolloutMark `json:"windowOverride,omitempty"`
 
 	// The per-cluster state as runs before the rollout type carried it: four maps keyed by cluster. Read
 	// once, when such a run continues as new into this code (legacyRollout); never written.

@@ -171,7 +171,7 @@ func (r *clusterRun) setDesired(d api.DesiredUpdate) {
 	if d.Generation < r.in.Generation {
 		return // a late signal from an older rollout
 	}
-	r.in.Target, r.in.Generation, r.in.Paused = d.Target, d.Generation, d.Paused
+	r.in.Target, r.in.Generation, r.in.Paused, r.in.SyncWindows = d.Target, d.Generation, d.Paused, d.SyncWindows
 	if d.CheckInterval > 0 {
 		r.in.CheckInterval = d.CheckInterval
 	}

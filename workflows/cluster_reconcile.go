@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/flotilla-gitops/flotilla/api"
+	"github.com/flotilla-gitops/flotilla/fleet"
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -84,10 +85,16 @@ func (r *clusterRun) reconcile(ctx workflow.Context) time.Duration {
 
 // judge judges the bundles of an observation together (dependsOn), with this run's failures and pause.
 func (r *clusterRun) judge(obs api.Observation, now time.Time) *clusterJudge {
+	// Closed sync windows hold every action, or every one but drift correction when a window allows it.
+	var closed, driftOnly bool
+	if len(r.in.SyncWindows) > 0 {
+		w := fleet.WindowsAt(r.in.SyncWindows, now)
+		closed, driftOnly = !w.Open && !w.CorrectDrift, !w.Open && w.CorrectDrift
+	}
 	input := func(o api.BundleObservation) decideInput {
 		f, failed := r.carry.Failures[o.Bundle]
-		return decideInput{Obs: o, CorrectDrift: effectiveCorrectDrift(o, r.in.Target.Options), Paused: r.in.Paused || o.Paused,
-			RetryDue: !failed || !now.Before(f.NextRetry)}
+		return decideInput{Obs: o, CorrectDrift: effectiveCorrectDrift(o, r.in.Target.Options), Paused: r.in.Paused || o.Paused || closed,
+			RetryDue: !failed || !now.Before(f.NextRetry), DriftOnly: driftOnly}
 	}
 	failure := func(o api.BundleObservation) string {
 		if f, ok := r.carry.Failures[o.Bundle]; ok && f.DesiredID == o.DesiredID {

@@ -17,6 +17,9 @@ type decideInput struct {
 	Waiting string
 	// DependsOnError is the dependsOn cycle the bundle is on: it is never applied.
 	DependsOnError string
+	// DriftOnly allows only repairs of what runs (drift corrected, a locked release recovered): the
+	// cluster's sync windows are closed but let drift correction through.
+	DriftOnly bool
 }
 
 // decision is what to do with one bundle's release: an action (ActionNone for nothing) and, for a
@@ -34,7 +37,11 @@ func decide(in decideInput) decision {
 	if in.DependsOnError != "" || holds(in) {
 		return nothing
 	}
-	return decideRelease(in)
+	d := decideRelease(in)
+	if in.DriftOnly && (d.Action == api.ActionInstall || d.Action == api.ActionUpgrade) {
+		return nothing
+	}
+	return d
 }
 
 // holds reports whether the bundle has a new desired state to install or upgrade (or one to retry, once

@@ -33,6 +33,8 @@ type gitRepoRun struct {
 	publishedAt  time.Time
 	publishedKey string
 	publishDue   time.Time
+	// windowDue is when a planned cluster's sync windows next open or close (zero: never, or none).
+	windowDue time.Time
 }
 
 // GitRepoWorkflow keeps one GitRepo deployed: it polls the repository, plans bundles and targets against the
@@ -96,6 +98,10 @@ func GitRepoWorkflow(ctx workflow.Context, in api.GitRepoInput) error {
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, api.UpdateRollback, g.rollback,
 		workflow.UpdateHandlerOptions{Validator: g.validateRollback}); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, api.UpdateOverrideWindow, g.overrideWindow,
+		workflow.UpdateHandlerOptions{Validator: g.validateOverrideWindow}); err != nil {
 		return err
 	}
 	// One upsert, as before FlotillaNamespace existed: replay matches an upsert by its kind alone.
@@ -185,6 +191,9 @@ func (g *gitRepoRun) loop(ctx workflow.Context) error {
 		wake = g.r.nextAckDeadline(workflow.Now(ctx), wake)
 		if d := g.r.soakDue; d.After(workflow.Now(ctx)) && d.Before(wake) {
 			wake = d // a partition's soak time ends: its gate opens
+		}
+		if d := g.windowDue; d.After(workflow.Now(ctx)) && d.Before(wake) {
+			wake = d // a sync window opens or closes
 		}
 		if !g.publishDue.IsZero() && g.publishDue.Before(wake) {
 			wake = g.publishDue

@@ -20,21 +20,27 @@ func (g *gitRepoRun) target(pc api.PlannedCluster) api.ClusterTarget {
 
 // desired is what a planned cluster should run now.
 // A pinned cluster (a rollback) gets its pinned commit, planned as that commit was.
+// A cluster with sync windows gets them, unless pinned or overridden: those are emergencies.
 func (g *gitRepoRun) desired(pc api.PlannedCluster) api.DesiredUpdate {
 	if p := g.pinFor(pc.Name); p != nil {
 		t := api.TargetOf(g.key, g.spec.Spec, p.Commit, *plannedIn(p.Plan, pc.Name), p.Plan.Bundles)
 		return api.DesiredUpdate{Target: t, CheckInterval: g.checkInterval()}
 	}
-	return api.DesiredUpdate{Target: g.target(pc), CheckInterval: g.checkInterval()}
+	up := api.DesiredUpdate{Target: g.target(pc), CheckInterval: g.checkInterval()}
+	if !g.windowOverridden() {
+		up.SyncWindows = g.windowsOf(pc)
+	}
+	return up
 }
 
 // deliver hands changed desired states to cluster workflows, at most window of them in flight at a time.
 func (g *gitRepoRun) deliver(ctx workflow.Context) {
-	g.r.soakDue = time.Time{}
+	g.r.soakDue, g.windowDue = time.Time{}, time.Time{}
 	if g.carry.Plan == nil || g.paused {
 		return
 	}
 	g.r.ungated = g.pinned()
+	g.r.closed, g.windowDue = g.closedWindows(workflow.Now(ctx))
 	for _, h := range g.r.nextDeliveries(g.carry.Plan, workflow.Now(ctx), g.window(), g.desired) {
 		g.pending++
 		g.send(ctx, h)
@@ -65,7 +71,7 @@ func (g *gitRepoRun) send(ctx workflow.Context, h handOver) {
 				searchNamespace.ValueSet(g.key.Namespace)),
 		})
 		child := workflow.ExecuteChildWorkflow(cctx, ClusterWorkflow, api.ClusterWorkflowInput{
-			Target: up.Target, Generation: up.Generation, Paused: up.Paused, CheckInterval: up.CheckInterval,
+			Target: up.Target, Generation: up.Generation, Paused: up.Paused, CheckInterval: up.CheckInterval, SyncWindows: up.SyncWindows,
 			Shape: ClusterShapeCurrent,
 		})
 		err := child.GetChildWorkflowExecution().Get(gctx, nil)

@@ -18,6 +18,9 @@ func (g *gitRepoRun) planKey() string {
 	if s.HelmOp != nil {
 		parts = append(parts, *s.HelmOp)
 	}
+	if len(s.SyncWindows) > 0 {
+		parts = append(parts, s.SyncWindows) // which windows choose which clusters is planned
+	}
 	return hashOf(parts)
 }
 
@@ -79,6 +82,7 @@ func (g *gitRepoRun) poll(ctx workflow.Context, resync bool) {
 		GitRepo: g.name(), Repo: s.Repo, Commit: res.Commit, ClientSecretName: s.ClientSecretName,
 		Paths: s.Paths, Targets: s.Targets, Namespace: g.key.PayloadNamespace(),
 		CABundle: s.CABundle, InsecureSkipTLSVerify: s.InsecureSkipTLSVerify, ChartAccess: api.ChartAccessOf(s), HelmOp: s.HelmOp,
+		SyncWindows: s.SyncWindows,
 	}).Get(ctx, &plan)
 	if err != nil {
 		g.carry.Error = fmt.Sprintf("commit %s: %s", api.ShortCommit(res.Commit), errorMessage(err))

@@ -29,8 +29,10 @@ func (g *gitRepoRun) view(now time.Time) api.GitRepoStatus {
 			st.Bundles = append(st.Bundles, b.Name)
 		}
 		st.Warnings = g.carry.Plan.Warnings
-		var held map[string]string
-		g.r.ungated = g.pinned()
+		closed, next := g.closedWindows(now)
+		st.SyncWindow = g.windowView(closed, next)
+		held := g.heldByWindows(closed)
+		g.r.ungated, g.r.closed = g.pinned(), closed
 		st.Pins = g.pinsView()
 		if g.r.Gates != nil {
 			st.Events = g.r.Gates.Events

@@ -179,6 +179,7 @@ func (g *gitRepoRun) planCommit(ctx workflow.Context, commit string) (api.Plan, 
 		GitRepo: g.name(), Repo: s.Repo, Commit: commit, ClientSecretName: s.ClientSecretName,
 		Paths: s.Paths, Targets: s.Targets, Namespace: g.key.PayloadNamespace(),
 		CABundle: s.CABundle, InsecureSkipTLSVerify: s.InsecureSkipTLSVerify, ChartAccess: api.ChartAccessOf(s), HelmOp: s.HelmOp,
+		SyncWindows: s.SyncWindows,
 	}).Get(ctx, &plan)
 	return plan, err
 }

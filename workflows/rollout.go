@@ -55,6 +55,9 @@ type delivery struct {
 	At time.Time `json:"at"`
 	// Acked is set when the cluster reported a status of this generation or later.
 	Acked bool `json:"acked"`
+	// Base identifies the desired state without its sync windows, when it has some: a change of windows
+	// alone reaches a cluster whose windows are closed.
+	Base string `json:"base,omitempty"`
 }
 
 // rollout is the per-cluster state of a GitRepo and the rules that change it.
@@ -67,8 +70,10 @@ type rollout struct {
 	// soakDue is when the next soak time ends, as the last decision saw it (zero: none runs).
 	soakDue time.Time
 	// ungated are the clusters handed their desired state past partitions and gates (pinned by a
-	// rollback), set by the caller before each decision.
-	ungated map[string]string
+	// rollback), and closed those whose sync windows are closed, with why, both set by the caller before
+	// each decision; windowOnly are the closed ones whose change is only their windows, which go anyway.
+	ungated, closed map[string]string
+	windowOnly      map[string]bool
 }
 
 func newRollout() *rollout { return &rollout{Clusters: map[string]*clusterEntry{}} }
@@ -284,6 +289,12 @@ func (r *rollout) nextDeliveries(plan *api.Plan, now time.Time, window int, desi
 	var gate map[string]bool
 	var ups map[string]api.DesiredUpdate
 	r.soakDue = time.Time{}
+	r.windowOnly = map[string]bool{}
+	for _, pc := range plan.Clusters {
+		if _, closed := r.closed[pc.Name]; closed && onlyWindowsChanged(r.Clusters[pc.Name], desired(pc)) {
+			r.windowOnly[pc.Name] = true
+		}
+	}
 	if plan.Rollout != nil {
 		ups = desiredOf(plan, desired)
 		sg := r.stage(plan, hashesOf(ups), now)
@@ -297,7 +308,7 @@ func (r *rollout) nextDeliveries(plan *api.Plan, now time.Time, window int, desi
 			break
 		}
 		e := r.Clusters[pc.Name]
-		if pc.Paused || e != nil && e.Removing || gate != nil && !gate[pc.Name] {
+		if pc.Paused || e != nil && e.Removing || gate != nil && !gate[pc.Name] || r.heldByWindow(pc.Name) {
 			continue
 		}
 		up, ok := ups[pc.Name]
@@ -312,10 +323,34 @@ func (r *rollout) nextDeliveries(plan *api.Plan, now time.Time, window int, desi
 		up.Generation = r.Generation
 		e = r.entry(pc.Name)
 		e.Delivered = &delivery{Hash: hash, Generation: up.Generation, At: now}
+		if len(up.SyncWindows) > 0 {
+			e.Delivered.Base = baseHash(up)
+		}
 		inflight++
 		out = append(out, handOver{Cluster: pc.Name, Update: up, Running: e.Running})
 	}
 	return out
+}
+
+// heldByWindow says the cluster's sync windows are closed and its desired state changed beyond them.
+func (r *rollout) heldByWindow(cluster string) bool {
+	_, closed := r.closed[cluster]
+	return closed && !r.windowOnly[cluster]
+}
+
+// baseHash identifies a desired state but for its sync windows.
+func baseHash(up api.DesiredUpdate) string {
+	up.SyncWindows = nil
+	return hashOf(up)
+}
+
+// onlyWindowsChanged says the cluster was handed this desired state but for its sync windows.
+func onlyWindowsChanged(e *clusterEntry, up api.DesiredUpdate) bool {
+	if e == nil || e.Delivered == nil {
+		return false
+	}
+	base := baseHash(up)
+	return e.Delivered.Hash == base || e.Delivered.Base == base
 }
 
 // desiredOf builds every planned cluster's desired state.

@@ -103,6 +103,8 @@ func (r *rollout) stage(plan *api.Plan, hashes map[string]string, now time.Time)
 			switch {
 			case pinned:
 				out.allowed[pc.Name] = true
+			case r.heldByWindow(pc.Name):
+				out.held[pc.Name] = r.closed[pc.Name]
 			case blocked:
 				out.held[pc.Name] = blockedBy
 			case stop != "":
