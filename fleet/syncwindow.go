@@ -94,22 +94,34 @@ type WindowState struct {
 	CorrectDrift bool
 }
 
+// parsedWindow is a window whose schedule and duration parsed.
+type parsedWindow struct {
+	deny     bool
+	schedule cron.Schedule
+	duration time.Duration
+}
+
 // WindowsAt decides the windows at t. Windows that do not parse count for nothing (ValidateSyncWindows
 // refuses them before they are used). It is pure: the schedule is read in UTC.
 func WindowsAt(ws []SyncWindow, t time.Time) WindowState {
 	t = t.UTC()
-	st := WindowState{Open: openAt(ws, t)}
+	var parsed []parsedWindow
+	st := WindowState{}
 	for _, w := range ws {
 		st.CorrectDrift = st.CorrectDrift || w.CorrectDrift
+		if s, d, err := w.parse(); err == nil {
+			parsed = append(parsed, parsedWindow{deny: w.Kind == WindowDeny, schedule: s, duration: d})
+		}
 	}
+	st.Open = openAt(parsed, t)
 	// Openness only changes where a window starts or ends: step through those, at most a year ahead.
 	at := t
 	for i := 0; i < 1000; i++ {
-		next := nextEdge(ws, at)
+		next := nextEdge(parsed, at)
 		if next.IsZero() || next.Sub(t) > 366*24*time.Hour {
 			break
 		}
-		if openAt(ws, next) != st.Open {
+		if openAt(parsed, next) != st.Open {
 			st.Change = next
 			break
 		}
@@ -118,19 +130,14 @@ func WindowsAt(ws []SyncWindow, t time.Time) WindowState {
 	return st
 }
 
-func openAt(ws []SyncWindow, t time.Time) bool {
+func openAt(ws []parsedWindow, t time.Time) bool {
 	anyAllow, allowed := false, false
 	for _, w := range ws {
-		active, ok := activeAt(w, t)
-		if !ok {
-			continue
-		}
-		switch w.Kind {
-		case WindowDeny:
-			if active {
-				return false
-			}
-		case WindowAllow:
+		active := !w.schedule.Next(t.Add(-w.duration)).After(t) // it started in (t-duration, t]
+		switch {
+		case w.deny && active:
+			return false
+		case !w.deny:
 			anyAllow = true
 			allowed = allowed || active
 		}
@@ -138,18 +145,8 @@ func openAt(ws []SyncWindow, t time.Time) bool {
 	return !anyAllow || allowed
 }
 
-// activeAt says a window is active at t: it started in (t-duration, t].
-func activeAt(w SyncWindow, t time.Time) (active, ok bool) {
-	s, d, err := w.parse()
-	if err != nil {
-		return false, false
-	}
-	start := s.Next(t.Add(-d))
-	return !start.After(t), true
-}
-
 // nextEdge is the first moment after t a window starts or ends.
-func nextEdge(ws []SyncWindow, t time.Time) time.Time {
+func nextEdge(ws []parsedWindow, t time.Time) time.Time {
 	var next time.Time
 	consider := func(c time.Time) {
 		if c.After(t) && (next.IsZero() || c.Before(next)) {
@@ -157,13 +154,9 @@ func nextEdge(ws []SyncWindow, t time.Time) time.Time {
 		}
 	}
 	for _, w := range ws {
-		s, d, err := w.parse()
-		if err != nil {
-			continue
-		}
-		consider(s.Next(t))
-		if start := s.Next(t.Add(-d)); !start.After(t) {
-			consider(start.Add(d))
+		consider(w.schedule.Next(t))
+		if start := w.schedule.Next(t.Add(-w.duration)); !start.After(t) {
+			consider(start.Add(w.duration))
 		}
 	}
 	return next

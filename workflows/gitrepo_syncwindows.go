@@ -41,8 +41,15 @@ func (g *gitRepoRun) closedWindows(now time.Time) (map[string]string, time.Time)
 		return nil, next
 	}
 	closed := map[string]string{}
+	// Clusters chosen by the same windows share one answer: thousands of clusters, a few window sets.
+	bySet := map[string]fleet.WindowState{}
 	for _, pc := range g.carry.Plan.Clusters {
-		st := fleet.WindowsAt(g.windowsOf(pc), now)
+		set := fmt.Sprint(pc.Windows)
+		st, ok := bySet[set]
+		if !ok {
+			st = fleet.WindowsAt(g.windowsOf(pc), now)
+			bySet[set] = st
+		}
 		if !st.Change.IsZero() && (next.IsZero() || st.Change.Before(next)) {
 			next = st.Change
 		}
