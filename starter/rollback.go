@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"strings"
@@ -39,33 +40,20 @@ update execute --name ` + api.UpdateRollback + `' with a full commit.`,
 			if revision > 0 && in.Cluster == "" {
 				return fmt.Errorf("--revision is a Helm revision of one cluster: give --cluster")
 			}
-			c, err := g.dialGitRepos()
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			ctx, cancel := g.ctx()
-			defer cancel()
-			if err := g.ownGitRepo(ctx, c, key); err != nil {
-				return err
-			}
-			if !in.Clear {
-				if in.Commit, err = g.earlierCommit(c, key, in.Cluster, to, revision); err != nil {
+			return g.withOwnGitRepo(key, func(ctx context.Context, c client.Client) error {
+				if !in.Clear {
+					var err error
+					if in.Commit, err = g.earlierCommit(c, key, in.Cluster, to, revision); err != nil {
+						return err
+					}
+				}
+				var res api.RollbackResult
+				if err := updateGitRepo(ctx, c, key, api.UpdateRollback, "rollback", in, &res); err != nil {
 					return err
 				}
-			}
-			h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-				WorkflowID: key.WorkflowID(), UpdateName: api.UpdateRollback, Args: []any{in}, WaitForStage: client.WorkflowUpdateStageCompleted,
+				_, err := fmt.Fprintf(cmd.OutOrStdout(), "gitrepo/%s: %s\n", key, res.Message)
+				return err
 			})
-			if err != nil {
-				return fmt.Errorf("gitrepo %q: rollback: %w", key, err)
-			}
-			var res api.RollbackResult
-			if err := h.Get(ctx, &res); err != nil {
-				return fmt.Errorf("gitrepo %q: rollback: %w", key, err)
-			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "gitrepo/%s: %s\n", key, res.Message)
-			return err
 		},
 	}
 	cmd.Flags().StringVar(&in.Cluster, "cluster", "", "only this cluster (default: every cluster)")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -74,28 +75,14 @@ func newRolloutActionCmd(g *globals, verb, update, short, long string) *cobra.Co
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			key := g.key(args[0])
-			c, err := g.dialGitRepos()
-			if err != nil {
+			return g.withOwnGitRepo(key, func(ctx context.Context, c client.Client) error {
+				var res api.RolloutActionResult
+				if err := updateGitRepo(ctx, c, key, update, "rollout "+verb, in, &res); err != nil {
+					return err
+				}
+				_, err := fmt.Fprintf(cmd.OutOrStdout(), "gitrepo/%s: %s\nRollout: %s\n", key, res.Message, res.Rollout.Message)
 				return err
-			}
-			defer c.Close()
-			ctx, cancel := g.ctx()
-			defer cancel()
-			if err := g.ownGitRepo(ctx, c, key); err != nil {
-				return err
-			}
-			h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-				WorkflowID: key.WorkflowID(), UpdateName: update, Args: []any{in}, WaitForStage: client.WorkflowUpdateStageCompleted,
 			})
-			if err != nil {
-				return fmt.Errorf("gitrepo %q: rollout %s: %w", key, verb, err)
-			}
-			var res api.RolloutActionResult
-			if err := h.Get(ctx, &res); err != nil {
-				return fmt.Errorf("gitrepo %q: rollout %s: %w", key, verb, err)
-			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "gitrepo/%s: %s\nRollout: %s\n", key, res.Message, res.Rollout.Message)
-			return err
 		},
 	}
 	if verb == "approve" {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -68,27 +69,13 @@ func newSyncCmd(g *globals) *cobra.Command {
 
 // overrideWindow sends the overrideWindow update: the planned commit goes through the sync windows.
 func (g *globals) overrideWindow(cmd *cobra.Command, key api.GitRepoKey, in api.RolloutActionInput) error {
-	c, err := g.dialGitRepos()
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	ctx, cancel := g.ctx()
-	defer cancel()
-	if err := g.ownGitRepo(ctx, c, key); err != nil {
-		return err
-	}
 	in.Commit = cmd.Flag("commit").Value.String()
-	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID: key.WorkflowID(), UpdateName: api.UpdateOverrideWindow, Args: []any{in}, WaitForStage: client.WorkflowUpdateStageCompleted,
+	return g.withOwnGitRepo(key, func(ctx context.Context, c client.Client) error {
+		var res api.RolloutActionResult
+		if err := updateGitRepo(ctx, c, key, api.UpdateOverrideWindow, "override window", in, &res); err != nil {
+			return err
+		}
+		_, err := fmt.Fprintf(cmd.OutOrStdout(), "gitrepo/%s: %s\n", key, res.Message)
+		return err
 	})
-	if err != nil {
-		return fmt.Errorf("gitrepo %q: %w", key, err)
-	}
-	var res api.RolloutActionResult
-	if err := h.Get(ctx, &res); err != nil {
-		return fmt.Errorf("gitrepo %q: %w", key, err)
-	}
-	_, err = fmt.Fprintf(cmd.OutOrStdout(), "gitrepo/%s: %s\n", key, res.Message)
-	return err
 }

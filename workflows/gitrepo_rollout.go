@@ -53,6 +53,16 @@ func (g *gitRepoRun) rolloutNow(ctx workflow.Context) (staging, error) {
 	return g.r.stage(p, hashesOf(desiredOf(p, g.desired)), workflow.Now(ctx)), nil
 }
 
+// steerable is the rollout as the next decision sees it, when the GitRepo has one and the action is on
+// the commit being rolled out.
+func (g *gitRepoRun) steerable(ctx workflow.Context, in api.RolloutActionInput) (staging, error) {
+	sg, err := g.rolloutNow(ctx)
+	if err != nil {
+		return staging{}, err
+	}
+	return sg, g.sameCommit(in)
+}
+
 // mark records who acts, now, on the planned commit.
 func (g *gitRepoRun) mark(ctx workflow.Context, in api.RolloutActionInput) api.RolloutMark {
 	by := in.By
@@ -71,11 +81,8 @@ func (g *gitRepoRun) sameCommit(in api.RolloutActionInput) error {
 }
 
 func (g *gitRepoRun) validateRolloutApprove(ctx workflow.Context, in api.RolloutActionInput) error {
-	sg, err := g.rolloutNow(ctx)
+	sg, err := g.steerable(ctx, in)
 	if err != nil {
-		return err
-	}
-	if err := g.sameCommit(in); err != nil {
 		return err
 	}
 	st := sg.status
@@ -111,10 +118,7 @@ func (g *gitRepoRun) rolloutApprove(ctx workflow.Context, in api.RolloutActionIn
 }
 
 func (g *gitRepoRun) validateRolloutPause(ctx workflow.Context, in api.RolloutActionInput) error {
-	if _, err := g.rolloutNow(ctx); err != nil {
-		return err
-	}
-	if err := g.sameCommit(in); err != nil {
+	if _, err := g.steerable(ctx, in); err != nil {
 		return err
 	}
 	if p := g.r.Gates; p != nil && p.Paused != nil {
@@ -132,11 +136,8 @@ func (g *gitRepoRun) rolloutPause(ctx workflow.Context, in api.RolloutActionInpu
 }
 
 func (g *gitRepoRun) validateRolloutResume(ctx workflow.Context, in api.RolloutActionInput) error {
-	sg, err := g.rolloutNow(ctx)
+	sg, err := g.steerable(ctx, in)
 	if err != nil {
-		return err
-	}
-	if err := g.sameCommit(in); err != nil {
 		return err
 	}
 	if sg.status.Paused == nil && sg.status.Aborted == nil {
@@ -154,11 +155,8 @@ func (g *gitRepoRun) rolloutResume(ctx workflow.Context, in api.RolloutActionInp
 }
 
 func (g *gitRepoRun) validateRolloutAbort(ctx workflow.Context, in api.RolloutActionInput) error {
-	sg, err := g.rolloutNow(ctx)
+	sg, err := g.steerable(ctx, in)
 	if err != nil {
-		return err
-	}
-	if err := g.sameCommit(in); err != nil {
 		return err
 	}
 	st := sg.status
