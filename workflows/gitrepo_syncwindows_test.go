@@ -103,3 +103,34 @@ func TestWindowsAloneReachAClusterWhoseWindowsAreClosed(t *testing.T) {
 	r.closed = nil
 	require.Len(t, r.nextDeliveries(plan, t0.Add(3*time.Minute), 10, withWindows("c2")), 1, "and goes once they open")
 }
+
+// A window that closes mid-rollout stops it between partitions; the next opening finishes it.
+func TestAWindowThatClosesMidRolloutStopsItUntilTheNextOpening(t *testing.T) {
+	env := newEnv()
+	env.SetStartTime(time.Date(2026, 11, 25, 21, 59, 0, 0, time.UTC))
+	env.OnActivity(api.ActivityPoll, mock.Anything, mock.Anything).Return(api.PollResult{Commit: "c1", InventoryGeneration: 1}, nil)
+	env.OnActivity(api.ActivityPlan, mock.Anything, mock.Anything).Return(func(_ context.Context, _ api.PlanInput) (api.Plan, error) {
+		p := planFor("a", "b")
+		p.Clusters[1].Partition = 1
+		p.Rollout = &api.RolloutPlan{MaxUnavailable: 1, MaxNew: 50, Partitions: []api.PartitionPlan{{Name: "first"}, {Name: "second"}}}
+		return *p, nil
+	})
+	started, _ := fakeChildren(env)
+	env.RegisterDelayedCallback(func() {
+		require.Contains(t, started, "a", "the window opened at 22:00")
+		require.NotContains(t, started, "b", "b waits for a")
+	}, 2*time.Minute)
+	env.RegisterDelayedCallback(func() { report(env, ready("a", 1)) }, 4*time.Minute) // 22:03, the window closed at 22:02
+	env.RegisterDelayedCallback(func() {
+		require.NotContains(t, started, "b", "the window closed mid-rollout")
+	}, 20*time.Hour)
+	env.RegisterDelayedCallback(func() { env.SetContinueAsNewSuggested(true) }, 25*time.Hour)
+	in := shopInput(10)
+	in.Spec.PollingInterval = "1h"
+	in.Flotilla.ResyncInterval = "24h"
+	in.Spec.SyncWindows = []fleet.SyncWindow{{Kind: fleet.WindowAllow, Schedule: "0 22 * * *", Duration: "2m"}}
+	env.ExecuteWorkflow(GitRepoWorkflow, in)
+
+	require.Contains(t, started, "b")
+	require.WithinDuration(t, time.Date(2026, 11, 26, 22, 0, 0, 0, time.UTC), started["b"], 5*time.Second, "the next opening finishes it")
+}
