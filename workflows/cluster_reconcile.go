@@ -28,7 +28,7 @@ func (r *clusterRun) reconcile(ctx workflow.Context) time.Duration {
 			delete(r.carry.Failures, o.Bundle) // a new desired state deserves a fresh attempt
 		}
 	}
-	judge := r.judge(obs, now)
+	judge := r.judge(obs, now, workflow.Now(ctx))
 	for _, o := range obs.Bundles {
 		d := decide(judge.decideInput(o))
 		if d.Action != api.ActionNone {
@@ -66,7 +66,7 @@ func (r *clusterRun) reconcile(ctx workflow.Context) time.Duration {
 	st.Reachable, st.Offline, st.LastSeen, st.Message = true, false, now, ""
 	st.Commit = r.in.Target.Commit
 	st.Bundles = st.Bundles[:0]
-	judge = r.judge(obs, now)
+	judge = r.judge(obs, now, workflow.Now(ctx))
 	for _, o := range obs.Bundles {
 		if !o.Deploy && o.Error == "" {
 			continue
@@ -83,12 +83,14 @@ func (r *clusterRun) reconcile(ctx workflow.Context) time.Duration {
 	return r.nextDelay(ctx, workflow.Now(ctx), judge.waitsOnState())
 }
 
-// judge judges the bundles of an observation together (dependsOn), with this run's failures and pause.
-func (r *clusterRun) judge(obs api.Observation, now time.Time) *clusterJudge {
+// judge judges the bundles of an observation together (dependsOn), with this run's failures and pause;
+// the sync windows are judged at windowsAt, the moment of the decision (after the observation), so what is
+// applied starts inside an open window.
+func (r *clusterRun) judge(obs api.Observation, now, windowsAt time.Time) *clusterJudge {
 	// Closed sync windows hold every action, or every one but drift correction when a window allows it.
 	var closed, driftOnly bool
 	if len(r.in.SyncWindows) > 0 {
-		w := fleet.WindowsAt(r.in.SyncWindows, now)
+		w := fleet.WindowsAt(r.in.SyncWindows, windowsAt)
 		closed, driftOnly = !w.Open && !w.CorrectDrift, !w.Open && w.CorrectDrift
 	}
 	input := func(o api.BundleObservation) decideInput {
