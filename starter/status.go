@@ -263,21 +263,13 @@ func newSignalCmd(g *globals, verb, short string, sig signalKind) *cobra.Command
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			key := g.key(args[0])
-			c, err := g.dialGitRepos()
-			if err != nil {
+			return g.withOwnGitRepo(key, func(ctx context.Context, c client.Client) error {
+				if err := c.SignalWorkflow(ctx, key.WorkflowID(), "", string(sig), nil); err != nil {
+					return fmt.Errorf("gitrepo %q: %w", key, err)
+				}
+				_, err := fmt.Fprintf(cmd.OutOrStdout(), "gitrepo/%s: %s requested\n", key, verb)
 				return err
-			}
-			defer c.Close()
-			ctx, cancel := g.ctx()
-			defer cancel()
-			if err := g.ownGitRepo(ctx, c, key); err != nil {
-				return err
-			}
-			if err := c.SignalWorkflow(ctx, key.WorkflowID(), "", string(sig), nil); err != nil {
-				return fmt.Errorf("gitrepo %q: %w", key, err)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "gitrepo/%s: %s requested\n", key, verb)
-			return nil
+			})
 		},
 	}
 }

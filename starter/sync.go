@@ -34,29 +34,14 @@ func newSyncCmd(g *globals) *cobra.Command {
 				return newSignalCmd(g, "sync", "", signalSync).RunE(cmd, args)
 			}
 			key := g.key(args[0])
-			c, err := g.dialGitRepos()
-			if err != nil {
+			return g.withOwnGitRepo(key, func(ctx context.Context, c client.Client) error {
+				var res api.ApproveRemovalResult
+				if err := updateGitRepo(ctx, c, key, api.UpdateApproveRemoval, "approve removal", api.ApproveRemovalInput{Commit: commit}, &res); err != nil {
+					return err
+				}
+				_, err := fmt.Fprintf(cmd.OutOrStdout(), "gitrepo/%s: approved the plan of commit %s; it applies now\n", key, api.ShortCommit(res.Commit))
 				return err
-			}
-			defer c.Close()
-			ctx, cancel := g.ctx()
-			defer cancel()
-			if err := g.ownGitRepo(ctx, c, key); err != nil {
-				return err
-			}
-			h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-				WorkflowID: key.WorkflowID(), UpdateName: api.UpdateApproveRemoval,
-				Args: []any{api.ApproveRemovalInput{Commit: commit}}, WaitForStage: client.WorkflowUpdateStageCompleted,
 			})
-			if err != nil {
-				return fmt.Errorf("gitrepo %q: %w", key, err)
-			}
-			var res api.ApproveRemovalResult
-			if err := h.Get(ctx, &res); err != nil {
-				return fmt.Errorf("gitrepo %q: %w", key, err)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "gitrepo/%s: approved the plan of commit %s; it applies now\n", key, api.ShortCommit(res.Commit))
-			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&allowRemoval, "allow-removal", false, "approve the held plan that would uninstall every bundle or most clusters")

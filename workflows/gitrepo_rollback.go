@@ -95,11 +95,9 @@ func (g *gitRepoRun) validateRollback(_ workflow.Context, in api.RollbackInput) 
 	return nil
 }
 
-// rollback pins (after planning the commit) or clears, and wakes the loop to hand the change over.
+// rollback pins (after planning the commit) or clears, and wakes the loop to hand the change over. Its
+// validator has accepted the request.
 func (g *gitRepoRun) rollback(ctx workflow.Context, in api.RollbackInput) (api.RollbackResult, error) {
-	if err := g.validateRollback(ctx, in); err != nil {
-		return api.RollbackResult{}, err
-	}
 	by := in.By
 	if by == "" {
 		by = "someone who did not say (no by)"
@@ -136,9 +134,7 @@ func (g *gitRepoRun) rollback(ctx workflow.Context, in api.RollbackInput) (api.R
 	if in.Clear {
 		action = "clear rollback"
 	}
-	if g.carry.Plan != nil {
-		g.r.gatesFor(g.carry.Plan.Commit).record(api.RolloutEvent{RolloutMark: mark, Action: action, Cluster: in.Cluster})
-	}
+	g.r.gatesFor(g.carry.Plan.Commit).record(api.RolloutEvent{RolloutMark: mark, Action: action, Cluster: in.Cluster})
 	g.wake.SendAsync(true)
 	return api.RollbackResult{Message: msg, Pins: g.pinsView()}, nil
 }

@@ -27,17 +27,14 @@ func (g *gitRepoRun) setRolloutHandlers(ctx workflow.Context) error {
 		{api.UpdateRolloutAbort, g.validateRolloutAbort, g.rolloutAbort},
 	} {
 		a := a
+		// The validator has accepted the request in this same workflow task: nothing changed since.
 		handler := func(ctx workflow.Context, in api.RolloutActionInput) (api.RolloutActionResult, error) {
-			if err := a.validate(ctx, in); err != nil {
-				return api.RolloutActionResult{}, err // the state changed between validation and now
-			}
 			msg := a.apply(ctx, in)
 			g.wake.SendAsync(true)
 			sg, _ := g.rolloutNow(ctx)
 			return api.RolloutActionResult{Message: msg, Rollout: sg.status}, nil
 		}
-		validator := func(ctx workflow.Context, in api.RolloutActionInput) error { return a.validate(ctx, in) }
-		if err := workflow.SetUpdateHandlerWithOptions(ctx, a.name, handler, workflow.UpdateHandlerOptions{Validator: validator}); err != nil {
+		if err := workflow.SetUpdateHandlerWithOptions(ctx, a.name, handler, workflow.UpdateHandlerOptions{Validator: a.validate}); err != nil {
 			return err
 		}
 	}

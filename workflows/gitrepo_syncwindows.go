@@ -115,11 +115,9 @@ func (g *gitRepoRun) validateOverrideWindow(_ workflow.Context, in api.RolloutAc
 	return g.sameCommit(in)
 }
 
-// overrideWindow lets the planned commit through every window, until a new commit is planned.
+// overrideWindow lets the planned commit through every window, until a new commit is planned. Its
+// validator has accepted the request.
 func (g *gitRepoRun) overrideWindow(ctx workflow.Context, in api.RolloutActionInput) (api.RolloutActionResult, error) {
-	if err := g.validateOverrideWindow(ctx, in); err != nil {
-		return api.RolloutActionResult{}, err
-	}
 	m := g.mark(ctx, in)
 	g.carry.WindowOverride = &m
 	g.r.gatesFor(m.Commit).record(api.RolloutEvent{RolloutMark: m, Action: "override window"})
