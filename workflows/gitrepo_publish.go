@@ -31,18 +31,21 @@ func (g *gitRepoRun) view(now time.Time) api.GitRepoStatus {
 		st.Warnings = g.carry.Plan.Warnings
 		closed, next := g.closedWindows(now)
 		st.SyncWindow = g.windowView(closed, next)
-		held := g.heldByWindows(closed)
-		g.r.ungated, g.r.closed = g.pinned(), closed
+		// The view decides on a copy of the rollout: a query changes nothing of the workflow.
+		r := *g.r
+		r.ungated, r.closed = g.pinned(), closed
+		r.markWindowOnly(g.carry.Plan, g.desired)
+		held := g.heldByWindows(&r)
 		st.Pins = g.pinsView()
-		if g.r.Gates != nil {
-			st.Events = g.r.Gates.Events
+		if r.Gates != nil {
+			st.Events = r.Gates.Events
 		}
 		if g.carry.Plan.Rollout != nil {
-			sg := g.r.stage(g.carry.Plan, hashesOf(desiredOf(g.carry.Plan, g.desired)), now)
+			sg := r.stage(g.carry.Plan, hashesOf(desiredOf(g.carry.Plan, g.desired)), now)
 			held, st.Rollout = sg.held, &sg.status
 		}
 		for _, pc := range g.carry.Plan.Clusters {
-			st.Clusters = append(st.Clusters, g.r.clusterView(g.carry.Plan, pc, g.carry.Commit, g.paused, held))
+			st.Clusters = append(st.Clusters, r.clusterView(g.carry.Plan, pc, g.carry.Commit, g.paused, held))
 		}
 	}
 	for _, name := range g.r.removing() {

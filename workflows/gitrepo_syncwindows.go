@@ -67,19 +67,18 @@ func opensAt(t time.Time) string {
 	return fmt.Sprintf(" (opens at %s)", t.UTC().Format("2006-01-02 "+time.TimeOnly+" UTC"))
 }
 
-// heldByWindows are the closed clusters whose desired state changed beyond their windows: those wait.
-func (g *gitRepoRun) heldByWindows(closed map[string]string) map[string]string {
+// heldByWindows are the clusters r holds for their windows and has not handed the desired state: those
+// wait, and status says for what.
+func (g *gitRepoRun) heldByWindows(r *rollout) map[string]string {
 	held := map[string]string{}
 	for _, pc := range g.carry.Plan.Clusters {
-		why, ok := closed[pc.Name]
-		if !ok {
+		if !r.heldByWindow(pc.Name) {
 			continue
 		}
-		up := g.desired(pc)
-		if e := g.r.Clusters[pc.Name]; e != nil && e.Delivered != nil && e.Delivered.Hash == hashOf(up) || onlyWindowsChanged(e, up) {
+		if e := r.Clusters[pc.Name]; e != nil && e.Delivered != nil && e.Delivered.Hash == hashOf(g.desired(pc)) {
 			continue
 		}
-		held[pc.Name] = why
+		held[pc.Name] = r.closed[pc.Name]
 	}
 	return held
 }

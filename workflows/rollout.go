@@ -288,12 +288,7 @@ func (r *rollout) nextDeliveries(plan *api.Plan, now time.Time, window int, desi
 	var gate map[string]bool
 	var ups map[string]api.DesiredUpdate
 	r.soakDue = time.Time{}
-	r.windowOnly = map[string]bool{}
-	for _, pc := range plan.Clusters {
-		if _, closed := r.closed[pc.Name]; closed && onlyWindowsChanged(r.Clusters[pc.Name], desired(pc)) {
-			r.windowOnly[pc.Name] = true
-		}
-	}
+	r.markWindowOnly(plan, desired)
 	if plan.Rollout != nil {
 		ups = desiredOf(plan, desired)
 		sg := r.stage(plan, hashesOf(ups), now)
@@ -329,6 +324,16 @@ func (r *rollout) nextDeliveries(plan *api.Plan, now time.Time, window int, desi
 		out = append(out, handOver{Cluster: pc.Name, Update: up, Running: e.Running})
 	}
 	return out
+}
+
+// markWindowOnly finds the closed clusters (r.closed) whose change is only their windows.
+func (r *rollout) markWindowOnly(plan *api.Plan, desired func(api.PlannedCluster) api.DesiredUpdate) {
+	r.windowOnly = map[string]bool{}
+	for _, pc := range plan.Clusters {
+		if _, closed := r.closed[pc.Name]; closed && onlyWindowsChanged(r.Clusters[pc.Name], desired(pc)) {
+			r.windowOnly[pc.Name] = true
+		}
+	}
 }
 
 // heldByWindow says the cluster's sync windows are closed and its desired state changed beyond them.
