@@ -57,6 +57,7 @@ func TestAgainstARealCluster(t *testing.T) {
 	t.Run("concurrent upgrades of one release take turns", func(t *testing.T) { concurrentUpgrades(ctx, t, c) })
 	t.Run("valuesFrom reads one key of a ConfigMap or a Secret", func(t *testing.T) { readValues(ctx, t, c) })
 	t.Run("a cancelled install keeps the release locked until Helm is done", func(t *testing.T) { cancelledInstall(ctx, t, c) })
+	t.Run("a dry run and a diff name what an upgrade would change, and change nothing", func(t *testing.T) { dryRunAndDiff(ctx, t, c) })
 }
 
 func apply(ns, name string, labels map[string]string) ApplyRequest {

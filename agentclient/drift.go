@@ -23,6 +23,23 @@ import (
 //     index; extra live elements are not drift (admission adds some); lists of scalars must be equal;
 //   - a Secret's stringData is compared as the data the apiserver turns it into.
 func driftPaths(desired, live map[string]any) []string {
+	fields := driftFields(desired, live)
+	paths := make([]string, len(fields))
+	for i, f := range fields {
+		paths[i] = f.Path
+	}
+	return paths
+}
+
+// FieldChange is one field the manifest sets that live has otherwise: the manifest's value and the live one
+// (nil when absent). A field the apply removes has no desired value.
+type FieldChange struct {
+	Path          string
+	Desired, Live any
+}
+
+// driftFields is driftPaths with each field's two values, sorted by path.
+func driftFields(desired, live map[string]any) []FieldChange {
 	d := &differ{}
 	desired = secretStringDataAsData(desired)
 	for k, want := range desired {
@@ -38,13 +55,15 @@ func driftPaths(desired, live map[string]any) []string {
 			d.compare(k, k, want, live[k])
 		}
 	}
-	slices.Sort(d.paths)
-	return d.paths
+	slices.SortFunc(d.fields, func(a, b FieldChange) int { return strings.Compare(a.Path, b.Path) })
+	return d.fields
 }
 
-type differ struct{ paths []string }
+type differ struct{ fields []FieldChange }
 
-func (d *differ) report(path string) { d.paths = append(d.paths, path) }
+func (d *differ) report(path string, want, have any) {
+	d.fields = append(d.fields, FieldChange{Path: path, Desired: want, Live: have})
+}
 
 // compare records path when want (from the manifest) is not matched by have (live, nil when absent).
 func (d *differ) compare(path, key string, want, have any) {
@@ -56,7 +75,7 @@ func (d *differ) compare(path, key string, want, have any) {
 		}
 		h, ok := have.(map[string]any)
 		if !ok && have != nil {
-			d.report(path)
+			d.report(path, want, have)
 			return
 		}
 		for k, wv := range w {
@@ -72,13 +91,13 @@ func (d *differ) compare(path, key string, want, have any) {
 		}
 		h, ok := have.([]any)
 		if !ok && have != nil {
-			d.report(path)
+			d.report(path, want, have)
 			return
 		}
 		d.compareList(path, key, w, h)
 	default:
 		if !scalarMatches(key, want, have) {
-			d.report(path)
+			d.report(path, want, have)
 		}
 	}
 }
@@ -88,12 +107,12 @@ var listMergeKeys = []string{"name", "containerPort", "port", "mountPath"}
 func (d *differ) compareList(path, key string, want, have []any) {
 	if !allMaps(want) {
 		if len(want) != len(have) {
-			d.report(path)
+			d.report(path, want, listOrNil(have))
 			return
 		}
 		for i := range want {
 			if !scalarMatches(key, want[i], have[i]) && !reflect.DeepEqual(want[i], have[i]) {
-				d.report(path)
+				d.report(path, want, have)
 				return
 			}
 		}
@@ -112,7 +131,7 @@ func (d *differ) compareList(path, key string, want, have []any) {
 				}
 			}
 			if match == nil {
-				d.report(elemPath)
+				d.report(elemPath, w, nil)
 				continue
 			}
 			d.compare(elemPath, key, w, match)
@@ -126,6 +145,14 @@ func (d *differ) compareList(path, key string, want, have []any) {
 		}
 		d.compare(fmt.Sprintf("%s[%d]", path, i), key, w, h)
 	}
+}
+
+// listOrNil keeps an absent live list absent (nil any) rather than a typed nil slice.
+func listOrNil(l []any) any {
+	if l == nil {
+		return nil
+	}
+	return l
 }
 
 func allMaps(l []any) bool {
