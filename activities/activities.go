@@ -79,9 +79,11 @@ type Activities struct {
 	packages  packageIndex
 }
 
-// TargetReader reads the desired state a cluster workflow holds now (TemporalTargets).
+// TargetReader reads the desired state a cluster workflow holds now, and the one its GitRepo planned for
+// the cluster in a diff of another commit (TemporalTargets).
 type TargetReader interface {
 	Target(ctx context.Context, key api.GitRepoKey, cluster string) (api.ClusterTarget, error)
+	DiffTarget(ctx context.Context, key api.GitRepoKey, cluster string) (api.ClusterTarget, error)
 }
 
 // clusterHandle is what observe and apply need for one cluster.

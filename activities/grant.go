@@ -202,3 +202,15 @@ func (t TemporalTargets) Target(ctx context.Context, key api.GitRepoKey, cluster
 	err = v.Get(&target)
 	return target, err
 }
+
+// DiffTarget is the target key's GitRepo workflow planned for cluster in its last diff of another commit
+// (api.QueryDiffTarget).
+func (t TemporalTargets) DiffTarget(ctx context.Context, key api.GitRepoKey, cluster string) (api.ClusterTarget, error) {
+	v, err := t.Client.QueryWorkflow(ctx, key.WorkflowID(), "", api.QueryDiffTarget, api.DiffTargetInput{Cluster: cluster})
+	if err != nil {
+		return api.ClusterTarget{}, err
+	}
+	var target api.ClusterTarget
+	err = v.Get(&target)
+	return target, err
+}

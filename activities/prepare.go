@@ -132,6 +132,11 @@ func (a *Activities) ReadContent(ctx context.Context, in api.ReadContentInput) (
 	if err != nil {
 		return nil, err
 	}
+	if asked.Commit != held.Commit {
+		if diffed, ok := a.diffTarget(ctx, asked); ok {
+			held = diffed // `flotilla diff --commit`: the GitRepo planned this commit for the cluster
+		}
+	}
 	h, err := a.renderHandle(ctx, held)
 	if err != nil {
 		return nil, err
@@ -167,6 +172,17 @@ func (a *Activities) heldTarget(ctx context.Context, asked api.ClusterTarget) (a
 			clusterRef(asked), asked.Key()), api.ErrTypeNotGranted, nil)
 	}
 	return held, nil
+}
+
+// diffTarget is the target asked's GitRepo planned for its cluster in a diff of asked's commit, if it did
+// (api.QueryDiffTarget): the GitRepo's own plan for this cluster, as a rollback's would be, never the
+// request's.
+func (a *Activities) diffTarget(ctx context.Context, asked api.ClusterTarget) (api.ClusterTarget, bool) {
+	t, err := a.Targets.DiffTarget(ctx, asked.Key(), asked.Cluster)
+	if err != nil || t.Cluster != asked.Cluster || t.Key() != asked.Key() || !t.Agent || t.Commit != asked.Commit {
+		return api.ClusterTarget{}, false
+	}
+	return t, true
 }
 
 // belongs checks that a chunk's package is the one held's desired state gives its bundle, rendering it

@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -26,6 +27,10 @@ func (f fixedInventory) Read(context.Context) (inventory.Inventory, error) {
 
 // heldTargets are the desired states cluster workflows hold, by cluster name.
 type heldTargets map[string]api.ClusterTarget
+
+func (h heldTargets) DiffTarget(context.Context, api.GitRepoKey, string) (api.ClusterTarget, error) {
+	return api.ClusterTarget{}, errors.New("no diff planned")
+}
 
 func (h heldTargets) Target(_ context.Context, key api.GitRepoKey, cluster string) (api.ClusterTarget, error) {
 	t, ok := h[cluster]

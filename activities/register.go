@@ -30,6 +30,7 @@ func (a *Activities) Register(r Registry) {
 		{api.ActivityReadContent, a.ReadContent},
 		{api.ActivityAgentDesired, a.AgentDesired},
 		{api.ActivityGrantRemoval, a.GrantRemoval},
+		{api.ActivityDiff, a.Diff},
 	} {
 		r.RegisterActivityWithOptions(act.fn, activity.RegisterOptions{Name: act.name})
 	}
@@ -45,6 +46,7 @@ func (a *Activities) RegisterAgent(r Registry) {
 		{api.ActivityApply, a.Apply},
 		{api.ActivityUninstall, a.Uninstall},
 		{api.ActivityKeepAgent, a.KeepAgent},
+		{api.ActivityDiff, a.Diff},
 	} {
 		r.RegisterActivityWithOptions(act.fn, activity.RegisterOptions{Name: act.name})
 	}
