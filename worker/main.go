@@ -122,6 +122,7 @@ func run() error {
 	w.RegisterWorkflow(workflows.InventoryWorkflow)
 	w.RegisterWorkflow(workflows.ContentWorkflow)
 	w.RegisterWorkflow(workflows.AgentWorkflow)
+	w.RegisterWorkflow(workflows.DiffWorkflow)
 	acts := &activities.Activities{
 		Git:        cache,
 		Clusters:   agentclient.NewPool(log.Named("agentclient")),

@@ -17,10 +17,12 @@ type gitRepoRun struct {
 	opts  api.RunOptions
 	carry GitRepoCarry
 	// r is carry.Rollout: the per-cluster state and its rules.
-	r             *rollout
-	paused        bool
-	events        workflow.Channel
-	wake          workflow.Channel // an update changed when to poll next
+	r      *rollout
+	paused bool
+	events workflow.Channel
+	wake   workflow.Channel // an update changed when to poll next
+	// diffPlan is the last commit a diff planned (gitrepo_diff.go), kept for its next pages.
+	diffPlan      *api.Plan
 	nextPoll      time.Time
 	polls         int64
 	pending       int
@@ -84,6 +86,9 @@ func GitRepoWorkflow(ctx workflow.Context, in api.GitRepoInput) error {
 	if err := workflow.SetQueryHandler(ctx, api.QuerySpec, func() (fleet.GitRepo, error) { return g.specView(), nil }); err != nil {
 		return err
 	}
+	if err := workflow.SetQueryHandler(ctx, api.QueryDiffTarget, g.diffTarget); err != nil {
+		return err
+	}
 	g.wake = workflow.NewBufferedChannel(ctx, 1)
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, api.UpdateSetPollingInterval, g.setPollingInterval,
 		workflow.UpdateHandlerOptions{Validator: validatePollingInterval}); err != nil {
@@ -102,6 +107,10 @@ func GitRepoWorkflow(ctx workflow.Context, in api.GitRepoInput) error {
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, api.UpdateOverrideWindow, g.overrideWindow,
 		workflow.UpdateHandlerOptions{Validator: g.validateOverrideWindow}); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, api.UpdateDiff, g.diff,
+		workflow.UpdateHandlerOptions{Validator: g.validateDiff}); err != nil {
 		return err
 	}
 	// One upsert, as before FlotillaNamespace existed: replay matches an upsert by its kind alone.
@@ -222,7 +231,8 @@ func (g *gitRepoRun) loop(ctx workflow.Context) error {
 		info := workflow.GetInfo(ctx)
 		wantCAN := info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > MaxHistoryEvents ||
 			g.startsThisRun >= MaxChildStartsPerRun
-		if wantCAN && g.pending == 0 {
+		// An update still planning (a rollback, a diff) would be lost with this run: it wakes the loop when done.
+		if wantCAN && g.pending == 0 && workflow.AllHandlersFinished(ctx) {
 			for sel.HasPending() {
 				sel.Select(ctx)
 			}
