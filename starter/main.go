@@ -37,13 +37,21 @@ type exitError struct {
 	err  error
 }
 
-func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
 
 func main() {
 	root := newRoot()
 	if err := root.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
 		var ee *exitError
+		if errors.As(err, &ee) && ee.err == nil {
+			os.Exit(ee.code) // the command has said all there is to say (flotilla diff's changes)
+		}
+		fmt.Fprintln(os.Stderr, "error:", err)
 		if errors.As(err, &ee) {
 			os.Exit(ee.code)
 		}
@@ -98,7 +106,7 @@ func newRootWith(g *globals) *cobra.Command {
 	root.PersistentFlags().DurationVar(&g.timeout, "request-timeout", 30*time.Second, "timeout of each call to Temporal, and how long to keep trying to reach it")
 	g.conn.AddPFlags(root.PersistentFlags())
 	root.AddCommand(newApplyCmd(g), newClusterCmd(g), newAgentCmd(g), newInstallationKeyCmd(), newGetCmd(g), newStatusCmd(g),
-		newSyncCmd(g), newHistoryCmd(g), newRolloutCmd(g), newRollbackCmd(g),
+		newSyncCmd(g), newHistoryCmd(g), newRolloutCmd(g), newRollbackCmd(g), newDiffCmd(g),
 		newSignalCmd(g, "pause", "Stop changes from reaching clusters (status shows OutOfSync)", signalPause),
 		newSignalCmd(g, "resume", "Let changes reach clusters again", signalResume),
 		newSignalCmd(g, "delete", "Uninstall the GitRepo from every cluster and end its workflow", signalDelete),
