@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -140,4 +141,56 @@ func TestTheManagementWorkerDoesNotReachAnAgentCluster(t *testing.T) {
 	require.ErrorContains(t, err, `cluster "edge-1" is registered with an agent: only its flotilla-agent reaches it`)
 	_, err = w.Uninstall(context.Background(), api.UninstallInput{GitRepo: "shop", Cluster: "edge-1"})
 	require.ErrorContains(t, err, "registered with an agent")
+}
+
+// heldAndDiffed is a cluster workflow holding held, and a GitRepo whose last diff planned diffed.
+type heldAndDiffed struct{ held, diffed api.ClusterTarget }
+
+func (h heldAndDiffed) Target(context.Context, api.GitRepoKey, string) (api.ClusterTarget, error) {
+	return h.held, nil
+}
+
+func (h heldAndDiffed) DiffTarget(context.Context, api.GitRepoKey, string) (api.ClusterTarget, error) {
+	if h.diffed.Cluster == "" {
+		return api.ClusterTarget{}, errors.New("no diff planned")
+	}
+	return h.diffed, nil
+}
+
+// An agent reads the package of a commit its cluster does not run only once its GitRepo planned that commit
+// for it, in a diff (`flotilla diff --commit`); asking for it is not enough.
+func TestAnAgentReadsAnotherCommitsPackageOnlyWhenItsGitRepoPlannedIt(t *testing.T) {
+	ctx := context.Background()
+	url, c1 := agentRepo(t)
+	dir := strings.TrimPrefix(url, "file://")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "web/chart/templates/configmap.yaml"),
+		[]byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n  fqdn: {{ .Values.fqdn | quote }}\n  tier: edge\n"), 0o644))
+	c2, err := devenv.Commit(dir, "v2")
+	require.NoError(t, err)
+	inv := inventory.Inventory{Generation: 1, Clusters: []fleet.Cluster{{
+		Metadata: fleet.ObjectMeta{Name: "edge-1"},
+		Spec:     fleet.ClusterSpec{Agent: &fleet.ClusterAgent{}, TemplateValues: map[string]any{"fqdn": "edge-1.example"}},
+	}}}
+	running := api.ClusterTarget{GitRepo: "shop", Cluster: "edge-1", Repo: url, Commit: c1, Agent: true,
+		Bundles: []api.BundleRef{{Name: "shop-web", Path: "web"}}}
+	next := running
+	next.Commit = c2
+	w := managementWorker(t, inv)
+	prepared, err := w.Prepare(ctx, api.PrepareInput{Target: next})
+	require.NoError(t, err)
+	ask := api.ReadContentInput{Target: next, Chunks: []api.ContentChunk{{Digest: prepared.Bundles[0].Package, Length: 10, Bundle: "shop-web"}}}
+
+	w.Targets = heldAndDiffed{held: running}
+	_, err = w.ReadContent(ctx, ask)
+	require.ErrorContains(t, err, `the desired state cluster "edge-1" holds now gives sha256:`)
+
+	other := next
+	other.Cluster = "edge-2"
+	w.Targets = heldAndDiffed{held: running, diffed: other}
+	_, err = w.ReadContent(ctx, ask)
+	require.Error(t, err, "a diff planned for another cluster grants this one nothing")
+
+	w.Targets = heldAndDiffed{held: running, diffed: next}
+	_, err = w.ReadContent(ctx, ask)
+	require.NoError(t, err)
 }

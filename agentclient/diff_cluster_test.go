@@ -40,6 +40,18 @@ func dryRunAndDiff(ctx context.Context, t *testing.T, c *Client) {
 	_, err = c.clientset.CoreV1().ConfigMaps(ns).Get(ctx, "new", metav1.GetOptions{})
 	require.Error(t, err, "nor any object")
 
+	// No release yet: an install's dry run, into a namespace that does not exist yet either.
+	manifest, err = c.DryRun(ctx, ApplyRequest{Name: "fresh", Namespace: "diffed-new", Chart: v2, Values: map[string]any{"a": "1"}, CreateNamespace: true}, false)
+	require.NoError(t, err)
+	changes, err = c.DiffRelease(ctx, "diffed-new", "fresh", manifest, CheckOptions{})
+	require.NoError(t, err)
+	require.Equal(t, []ObjectChange{
+		{Ref: ObjectRef{APIVersion: "v1", Kind: "ConfigMap", Namespace: "diffed-new", Name: "app"}, Change: ChangeCreate},
+		{Ref: ObjectRef{APIVersion: "v1", Kind: "ConfigMap", Namespace: "diffed-new", Name: "new"}, Change: ChangeCreate},
+	}, changes)
+	_, err = c.clientset.CoreV1().Namespaces().Get(ctx, "diffed-new", metav1.GetOptions{})
+	require.Error(t, err, "the dry run created no namespace")
+
 	// Drift: the release's own manifest again, as a repair would apply it.
 	cm, err := c.clientset.CoreV1().ConfigMaps(ns).Get(ctx, "app", metav1.GetOptions{})
 	require.NoError(t, err)
