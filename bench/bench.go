@@ -225,10 +225,8 @@ func judge(r *Result) {
 	set := func(target string, met bool) { r.Target, r.TargetMet = target, ptr(met) }
 	switch {
 	case r.Experiment == "fleet-shape-1x10x3":
-		r.FleetSeconds = ptr(fleetShape1x10x3Seconds)
 		set(fmt.Sprintf("≤ %.1f s", targetFleetShape1x10x3), r.FlotillaSeconds <= targetFleetShape1x10x3)
 	case r.Experiment == "fleet-shape-50x3" && r.Bundles == 50:
-		r.FleetSeconds = ptr(fleetShape50x3Seconds)
 		set(fmt.Sprintf("≤ %.0f s", targetFleetShape50x3), r.FlotillaSeconds <= targetFleetShape50x3)
 	case r.Experiment == "deploy-1x10" && r.Clusters == 100 && r.Ratio != nil:
 		set(fmt.Sprintf("ratio ≤ %.2f", targetDeploy1x10Ratio), *r.Ratio <= targetDeploy1x10Ratio)

@@ -34,8 +34,6 @@ const (
 	targetIdleAPIRequests      = 5.0
 	targetWorkerMBPerCluster   = 1.0
 	targetRemoteChartRatio     = 1.05
-	fleetShape1x10x3Seconds    = 1.58
-	fleetShape50x3Seconds      = 43.4
 	recoveryKillFraction       = 0.25
 	defaultDeployTimeout       = 10 * time.Minute
 	defaultGitRepoPollInterval = "15s"

@@ -107,11 +107,9 @@ type Result struct {
 	WorkerActivities    []int64 `json:"worker_activities,omitempty"`
 	WorkerWorkflowTasks []int64 `json:"worker_workflow_tasks,omitempty"`
 
-	// FleetSeconds is Rancher Fleet's median on the same shape and machine kind (fleet-shape rows).
-	FleetSeconds *float64 `json:"fleet_seconds,omitempty"`
-	Target       string   `json:"target,omitempty"`
-	TargetMet    *bool    `json:"target_met,omitempty"`
-	Quick        bool     `json:"quick,omitempty"`
+	Target    string `json:"target,omitempty"`
+	TargetMet *bool  `json:"target_met,omitempty"`
+	Quick     bool   `json:"quick,omitempty"`
 	// Failed marks an experiment that could not be measured; Notes says why.
 	Failed bool   `json:"failed,omitempty"`
 	Notes  string `json:"notes,omitempty"`
@@ -201,9 +199,6 @@ func PrintTable(w io.Writer, results []Result) {
 // details is the short, row-specific part of the table.
 func details(r Result) string {
 	var parts []string
-	if r.FleetSeconds != nil {
-		parts = append(parts, fmt.Sprintf("Fleet %.2fs", *r.FleetSeconds))
-	}
 	if r.TemporalActionsPerClusterInterval != nil {
 		parts = append(parts, fmt.Sprintf("per cluster·interval: %.2f actions, %.2f API req, %.4f CPU s",
 			*r.TemporalActionsPerClusterInterval, *r.APIRequestsPerClusterInterval, *r.CPUSecondsPerClusterInterval))
