@@ -30,6 +30,8 @@ var payloads = []any{
 	AwaitClusterRemovedInput{}, AwaitClusterRemovedResult{}, Holder{}, LeavingHolders{}, LeavingHoldersInput{}, LeavingHoldersResult{},
 	Deployment{}, DeployedBundle{}, RolloutPlan{}, PartitionPlan{}, RolloutStatus{}, PartitionStatus{}, RolloutMark{}, RolloutEvent{},
 	RolloutActionInput{}, RolloutActionResult{}, RollbackInput{}, RollbackResult{}, Pin{},
+	DiffInput{}, DiffTargets{}, DiffTarget{}, DiffWorkflowInput{}, DiffResult{}, DiffClusterInput{}, ClusterDiff{}, BundleDiff{},
+	ObjectDiff{}, FieldDiff{}, DiffTargetInput{}, StatusPageInput{},
 }
 
 // Recorded histories hold these payloads and scripts parse `flotilla status -o json`: a renamed JSON key,

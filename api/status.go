@@ -88,6 +88,11 @@ type GitRepoStatus struct {
 	ResourceCounts       ResourceCounts  `json:"resourceCounts"`
 	Bundles              []string        `json:"bundles"`
 	Clusters             []ClusterStatus `json:"clusters"`
+	// Partial says what this answer leaves out, and how to see it: a status too large for one answer
+	// (Temporal refuses one over 2 MB) keeps its summary and counts, and drops bundle details, then clusters.
+	Partial string `json:"partial,omitempty"`
+	// Next is the last cluster of this answer when more follow: QueryStatusPage's After.
+	Next string `json:"next,omitempty"`
 	// Namespace is the GitRepo's workspace, fleet-default included.
 	Namespace string `json:"namespace,omitempty"`
 	// Removing are the clusters the GitRepo no longer targets and is still uninstalling from (or, for a
@@ -247,3 +252,23 @@ type PartitionStatus struct {
 	// UnavailableClusters are those of Clusters that count as Unavailable.
 	UnavailableClusters []string `json:"unavailableClusters,omitempty"`
 }
+
+// QueryStatusPage answers the GitRepo's status with only the clusters StatusPageInput selects, each in
+// full: what `flotilla status NAME --cluster X | --state S | --limit N` shows of a GitRepo whose whole
+// status is too large for one answer.
+const QueryStatusPage = "statusPage"
+
+// StatusPageInput selects clusters for QueryStatusPage: by name, by state, after a name (the previous
+// page's Next), at most Limit (default DefaultStatusPage, at most MaxStatusPage).
+type StatusPageInput struct {
+	Cluster string `json:"cluster,omitempty"`
+	State   string `json:"state,omitempty"`
+	After   string `json:"after,omitempty"`
+	Limit   int    `json:"limit,omitempty"`
+}
+
+// Pages of QueryStatusPage.
+const (
+	DefaultStatusPage = 100
+	MaxStatusPage     = 1000
+)

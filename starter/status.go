@@ -26,12 +26,27 @@ func queryStatus(ctx context.Context, c client.Client, key api.GitRepoKey) (api.
 	return st, v.Get(&st)
 }
 
+// queryStatusPage is the GitRepo's status with only the clusters page selects, in full.
+func queryStatusPage(ctx context.Context, c client.Client, key api.GitRepoKey, page api.StatusPageInput) (api.GitRepoStatus, error) {
+	var st api.GitRepoStatus
+	v, err := c.QueryWorkflow(ctx, key.WorkflowID(), "", api.QueryStatusPage, page)
+	if err != nil {
+		return st, fmt.Errorf("gitrepo %q: %w", key, err)
+	}
+	return st, v.Get(&st)
+}
+
 func newStatusCmd(g *globals) *cobra.Command {
 	var wait, watch bool
 	var waitTimeout time.Duration
+	var page api.StatusPageInput
 	cmd := &cobra.Command{
-		Use:   "status [-n NAMESPACE] NAME",
+		Use:   "status [-n NAMESPACE] NAME [--cluster CLUSTER | --state STATE] [--limit N] [--after CLUSTER]",
 		Short: "Show a GitRepo's status per cluster and bundle (--wait: until every cluster is Ready)",
+		Long: `Show a GitRepo's status: its summary, then each cluster and bundle. A status too large for one answer
+(over 1 MB, about 300 clusters of ten bundles) leaves bundle details out, then clusters, and says so;
+--cluster, --state (Ready, NotReady, ErrApplied, …) and --limit show the clusters asked for in full, a page
+at a time (--after: the cluster the previous page ended with).`,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			key := g.key(args[0])
@@ -47,6 +62,15 @@ func newStatusCmd(g *globals) *cobra.Command {
 				return err
 			}
 			out := cmd.OutOrStdout()
+			if page != (api.StatusPageInput{}) {
+				ctx, cancel := g.ctx()
+				defer cancel()
+				st, err := queryStatusPage(ctx, c, key, page)
+				if err != nil {
+					return err
+				}
+				return printStatus(out, g.output, st)
+			}
 			if !wait && !watch {
 				ctx, cancel := g.ctx()
 				defer cancel()
@@ -85,6 +109,10 @@ func newStatusCmd(g *globals) *cobra.Command {
 	}
 	addOutputFlag(cmd, g)
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait until every targeted cluster is Ready")
+	cmd.Flags().StringVar(&page.Cluster, "cluster", "", "only this cluster, in full")
+	cmd.Flags().StringVar(&page.State, "state", "", "only the clusters in this state, in full")
+	cmd.Flags().IntVar(&page.Limit, "limit", 0, fmt.Sprintf("at most this many clusters, in full (default %d with --cluster, --state or --after; at most %d)", api.DefaultStatusPage, api.MaxStatusPage))
+	cmd.Flags().StringVar(&page.After, "after", "", "only the clusters after this one (the end of the previous page)")
 	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "print progress as it changes until --timeout")
 	cmd.Flags().DurationVar(&waitTimeout, "timeout", 5*time.Minute, "how long --wait and --watch last")
 	return cmd
@@ -111,6 +139,9 @@ func printStatus(w io.Writer, format string, st api.GitRepoStatus) error {
 	}
 	for _, warning := range st.Warnings {
 		fmt.Fprintf(w, "Warning: %s\n", warning)
+	}
+	if st.Partial != "" {
+		fmt.Fprintf(w, "Partial: %s\n", st.Partial)
 	}
 	if st.Rollout != nil {
 		fmt.Fprintf(w, "Rollout: %s\n", st.Rollout.Message)
@@ -139,7 +170,14 @@ func printStatus(w io.Writer, format string, st api.GitRepoStatus) error {
 		// No longer targeted: shown until the uninstall there is done, never counted as desired.
 		fmt.Fprintf(tw, "%s (removing)\t\t%s\t\t%s\n", c.Name, c.State, oneLine(c.Message))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if st.Next != "" {
+		_, err := fmt.Fprintf(w, "\nMore clusters follow: --after %s\n", st.Next)
+		return err
+	}
+	return nil
 }
 
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }

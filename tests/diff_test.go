@@ -50,6 +50,9 @@ func TestADiffShowsDriftAndWhatAnUnseenCommitWouldChange(t *testing.T) {
 	require.Contains(t, res.Stdout, "gitrepo/diffed at commit "+api.ShortCommit(v1)+": 2 cluster(s), 0 with changes")
 	require.Contains(t, res.Stdout, "cluster df-1: no changes")
 	require.Contains(t, res.Stdout, "cluster df-2: no changes")
+	one := s.CLIRun("status", "diffed", "--cluster", "df-1")
+	require.Regexp(t, `(?m)^df-1\s+Ready`, one)
+	require.NotRegexp(t, `(?m)^df-2`, one, "a page holds the clusters asked for")
 
 	// A change by hand on df-1 only.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -80,7 +80,14 @@ func GitRepoWorkflow(ctx workflow.Context, in api.GitRepoInput) error {
 	}
 	g.r = g.carry.takeRollout()
 	g.events = workflow.NewBufferedChannel(ctx, 10000)
-	if err := workflow.SetQueryHandler(ctx, api.QueryStatus, func() (api.GitRepoStatus, error) { return g.view(workflow.Now(ctx)), nil }); err != nil {
+	if err := workflow.SetQueryHandler(ctx, api.QueryStatus, func() (api.GitRepoStatus, error) {
+		return boundedStatus(g.view(workflow.Now(ctx)), statusAnswerLimit), nil
+	}); err != nil {
+		return err
+	}
+	if err := workflow.SetQueryHandler(ctx, api.QueryStatusPage, func(in api.StatusPageInput) (api.GitRepoStatus, error) {
+		return boundedStatus(statusPage(g.view(workflow.Now(ctx)), in), statusAnswerLimit), nil
+	}); err != nil {
 		return err
 	}
 	if err := workflow.SetQueryHandler(ctx, api.QuerySpec, func() (fleet.GitRepo, error) { return g.specView(), nil }); err != nil {

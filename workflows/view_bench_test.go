@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -30,4 +31,38 @@ func BenchmarkGitRepoViewMidRollout(b *testing.B) {
 			b.Fatalf("ready %d, want %d", st.ReadyClusters, n/2)
 		}
 	}
+}
+
+// BenchmarkGitRepoPayloadsAtScale measures what a GitRepo of ten bundles per cluster hands Temporal as it
+// grows: its continue-as-new input (the carry, compressed), its status query's answer and its plan, in KB,
+// healthy and with every bundle failing with a message of its own. Temporal refuses a payload over 2 MB,
+// and the scale issue asks for half of that as margin (ADR 34 gives the figures and the shape they call for).
+//
+//	go test ./workflows -run '^$' -bench GitRepoPayloadsAtScale -benchtime 1x
+func BenchmarkGitRepoPayloadsAtScale(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		for _, failing := range []bool{false, true} {
+			b.Run(fmt.Sprintf("clusters=%d/failing=%v", n, failing), func(b *testing.B) {
+				g := bigGitRepo(n, 10, failing)
+				var can, query, plan int
+				for b.Loop() {
+					in, _ := g.nextRunInput()
+					can = len(mustMarshalB(b, in))
+					query = len(mustMarshalB(b, g.view(t0)))
+					plan = len(mustMarshalB(b, g.carry.Plan))
+				}
+				b.ReportMetric(float64(can)/1024, "continue-as-new-KB")
+				b.ReportMetric(float64(query)/1024, "status-query-KB")
+				b.ReportMetric(float64(plan)/1024, "plan-KB")
+			})
+		}
+	}
+}
+
+func mustMarshalB(b *testing.B, v any) []byte {
+	out, err := json.Marshal(v)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return out
 }
