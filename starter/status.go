@@ -47,7 +47,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 (over 1 MB, about 300 clusters of ten bundles) leaves bundle details out, then clusters, and says so;
 --cluster, --state (Ready, NotReady, ErrApplied, …) and --limit show the clusters asked for in full, a page
 at a time (--after: the cluster the previous page ended with).`,
-		Args:  cobra.ExactArgs(1),
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			key := g.key(args[0])
 			c, err := g.dialGitRepos()
