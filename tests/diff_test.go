@@ -55,13 +55,7 @@ func TestADiffShowsDriftAndWhatAnUnseenCommitWouldChange(t *testing.T) {
 	require.NotRegexp(t, `(?m)^df-2`, one, "a page holds the clusters asked for")
 
 	// A change by hand on df-1 only.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cm, err := s.Kube("a").CoreV1().ConfigMaps("df-1").Get(ctx, "app", metav1.GetOptions{})
-	require.NoError(t, err)
-	cm.Data["v"] = "by-hand"
-	_, err = s.Kube("a").CoreV1().ConfigMaps("df-1").Update(ctx, cm, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	setByHand(t, s, "a", "df-1", "app", "v", "by-hand")
 
 	res = s.CLI("diff", "diffed")
 	require.Equal(t, 1, res.ExitCode, "%s\n%s", res.Stdout, res.Stderr)
@@ -135,13 +129,7 @@ func TestAnAgentClusterIsDiffedByItsAgent(t *testing.T) {
 		Flotilla: &api.RunOptions{CheckInterval: "1h"}})
 	s.WaitStatus("pulled", 3*time.Minute, "deployed by the agent", harness.AllReady)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cm, err := s.Kube("e").CoreV1().ConfigMaps("web").Get(ctx, "web", metav1.GetOptions{})
-	require.NoError(t, err)
-	cm.Data["fqdn"] = "elsewhere.example"
-	_, err = s.Kube("e").CoreV1().ConfigMaps("web").Update(ctx, cm, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	setByHand(t, s, "e", "web", "web", "fqdn", "elsewhere.example")
 
 	res := s.CLI("diff", "pulled")
 	require.Equal(t, 1, res.ExitCode, "%s\n%s", res.Stdout, res.Stderr)
@@ -157,4 +145,16 @@ func TestAnAgentClusterIsDiffedByItsAgent(t *testing.T) {
 	require.Contains(t, res.Stdout, "data.fqdn: \"elsewhere.example\" → \"e.example\"")
 	require.Contains(t, res.Stdout, "data.tier: (absent) → \"edge\"")
 	require.Equal(t, "elsewhere.example", s.ConfigMapData("e", "web", "web")["fqdn"], "a diff applies nothing")
+}
+
+// setByHand sets one key of a ConfigMap's data as a person would, behind Flotilla's back.
+func setByHand(t *testing.T, s *harness.Stack, backing, namespace, name, key, value string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cm, err := s.Kube(backing).CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
+	require.NoError(t, err)
+	cm.Data[key] = value
+	_, err = s.Kube(backing).CoreV1().ConfigMaps(namespace).Update(ctx, cm, metav1.UpdateOptions{})
+	require.NoError(t, err)
 }
