@@ -110,7 +110,7 @@ func (a *Activities) diffBundle(ctx context.Context, h *clusterHandle, t api.Clu
 	}
 	out.Objects = objectDiffs(changes, rel.Redact)
 	if out.Action == api.DiffNone && len(out.Objects) > 0 {
-		out.Action, out.Reason = api.DiffNone, "drift stays: correctDrift is off"
+		out.Reason = "drift stays: correctDrift is off"
 		if cd := rel.Options.CorrectDrift; cd != nil && cd.Enabled {
 			out.Action, out.Reason, out.Revision = api.DiffRepair, "correctDrift: the drift is reverted", st.Revision+1
 		}

@@ -57,14 +57,8 @@ func (r *clusterRun) prepare(ctx workflow.Context) ([]api.PreparedBundle, error)
 	if r.prepared != nil {
 		return r.prepared, nil
 	}
-	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		ScheduleToCloseTimeout: 2 * observeTimeout,
-		StartToCloseTimeout:    observeTimeout,
-		RetryPolicy:            retries(2),
-		Summary:                "render for " + r.in.Target.Cluster + " (agent)",
-	})
-	var res api.PrepareResult
-	if err := workflow.ExecuteLocalActivity(lctx, api.ActivityPrepare, api.PrepareInput{Target: r.in.Target, Generation: r.in.Generation}).Get(ctx, &res); err != nil {
+	res, err := prepareFor(ctx, r.in.Target, r.in.Generation)
+	if err != nil {
 		return nil, err
 	}
 	r.prepared, r.grant = res.Bundles, res.Grant
@@ -72,6 +66,19 @@ func (r *clusterRun) prepare(ctx workflow.Context) ([]api.PreparedBundle, error)
 		r.prepared = []api.PreparedBundle{}
 	}
 	return r.prepared, nil
+}
+
+// prepareFor runs the management side's rendering of target for its agent (the local Prepare activity).
+func prepareFor(ctx workflow.Context, target api.ClusterTarget, generation int64) (api.PrepareResult, error) {
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		ScheduleToCloseTimeout: 2 * observeTimeout,
+		StartToCloseTimeout:    observeTimeout,
+		RetryPolicy:            retries(2),
+		Summary:                "render for " + target.Cluster + " (agent)",
+	})
+	var res api.PrepareResult
+	err := workflow.ExecuteLocalActivity(lctx, api.ActivityPrepare, api.PrepareInput{Target: target, Generation: generation}).Get(ctx, &res)
+	return res, err
 }
 
 // newerDesiredWaiting reports, for an agent-mode cluster, that a newer desired state arrived while the

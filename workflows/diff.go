@@ -53,14 +53,8 @@ func diffCluster(ctx workflow.Context, dt api.DiffTarget) api.ClusterDiff {
 	}
 	in := api.DiffClusterInput{Target: t}
 	if t.Agent {
-		lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-			ScheduleToCloseTimeout: 2 * observeTimeout,
-			StartToCloseTimeout:    observeTimeout,
-			RetryPolicy:            retries(2),
-			Summary:                "render for " + t.Cluster + " (agent)",
-		})
-		var prepared api.PrepareResult
-		if err := workflow.ExecuteLocalActivity(lctx, api.ActivityPrepare, api.PrepareInput{Target: t, Generation: dt.Generation}).Get(ctx, &prepared); err != nil {
+		prepared, err := prepareFor(ctx, t, dt.Generation)
+		if err != nil {
 			return failed(err)
 		}
 		in.Prepared, in.Generation, in.Grant = prepared.Bundles, dt.Generation, prepared.Grant
