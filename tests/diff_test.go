@@ -27,12 +27,8 @@ const secretV = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\nstringD
 func TestADiffShowsDriftAndWhatAnUnseenCommitWouldChange(t *testing.T) {
 	t.Parallel()
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a"}}})
-	var docs []string
-	for _, name := range []string{"df-1", "df-2"} {
-		docs = append(docs, fmt.Sprintf("apiVersion: fleet.cattle.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: %s\n  labels: {df: \"yes\"}\n"+
-			"spec:\n  kubeConfigPath: %s\n  confineToNamespace: %s\n", name, s.K8s.Kubeconfig("a"), name))
-	}
-	s.Apply(strings.Join(docs, "---\n"))
+	s.AddConfinedClusters("a", harness.ConfinedCluster{Name: "df-1", Labels: map[string]string{"df": "yes"}},
+		harness.ConfinedCluster{Name: "df-2", Labels: map[string]string{"df": "yes"}})
 	repo := s.NewRepo(map[string]string{
 		"web/app.yaml":    fmt.Sprintf(configMapV, "1"),
 		"web/old.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: old\ndata:\n  x: \"1\"\n",

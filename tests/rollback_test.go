@@ -25,12 +25,8 @@ import (
 func TestARollbackPinsClustersToAnEarlierCommitUntilCleared(t *testing.T) {
 	t.Parallel()
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a"}}})
-	var docs []string
-	for _, name := range []string{"rb-1", "rb-2"} {
-		docs = append(docs, fmt.Sprintf("apiVersion: fleet.cattle.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: %s\n  labels: {rb: \"yes\"}\n"+
-			"spec:\n  kubeConfigPath: %s\n  confineToNamespace: %s\n", name, s.K8s.Kubeconfig("a"), name))
-	}
-	s.Apply(strings.Join(docs, "---\n"))
+	s.AddConfinedClusters("a", harness.ConfinedCluster{Name: "rb-1", Labels: map[string]string{"rb": "yes"}},
+		harness.ConfinedCluster{Name: "rb-2", Labels: map[string]string{"rb": "yes"}})
 	repo := s.NewRepo(map[string]string{"web/cm.yaml": fmt.Sprintf(configMapV, "1")})
 	s.StartGitRepo(api.GitRepoInput{GitRepo: fleet.GitRepo{Metadata: fleet.ObjectMeta{Name: "pinned"}, Spec: fleet.GitRepoSpec{
 		Repo: repo.URL(), Branch: "main", PollingInterval: "1s", CorrectDrift: &fleet.CorrectDrift{Enabled: true},

@@ -188,12 +188,9 @@ const gatedFleetYAML = `rolloutStrategy:
 func TestAPersonApprovesPausesResumesAndAbortsARollout(t *testing.T) {
 	t.Parallel()
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a"}}})
-	var docs []string
-	for _, c := range []struct{ name, stage string }{{"gate-canary", "canary"}, {"gate-rest-1", "rest"}, {"gate-rest-2", "rest"}} {
-		docs = append(docs, fmt.Sprintf("apiVersion: fleet.cattle.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: %s\n  labels: {stage: %s}\n"+
-			"spec:\n  kubeConfigPath: %s\n  confineToNamespace: %s\n", c.name, c.stage, s.K8s.Kubeconfig("a"), c.name))
-	}
-	s.Apply(strings.Join(docs, "---\n"))
+	s.AddConfinedClusters("a", harness.ConfinedCluster{Name: "gate-canary", Labels: map[string]string{"stage": "canary"}},
+		harness.ConfinedCluster{Name: "gate-rest-1", Labels: map[string]string{"stage": "rest"}},
+		harness.ConfinedCluster{Name: "gate-rest-2", Labels: map[string]string{"stage": "rest"}})
 	repo := s.NewRepo(map[string]string{"web/fleet.yaml": gatedFleetYAML, "web/cm.yaml": fmt.Sprintf(configMapV, "1")})
 	s.Apply(harness.GitRepoYAML("gated", repo.URL(), "  targets: [{clusterSelector: {matchExpressions: [{key: stage, operator: Exists}]}}]\n"))
 	temporal := func(update, input string) (string, error) {

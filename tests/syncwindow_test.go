@@ -25,12 +25,8 @@ import (
 func TestSyncWindowsHoldChangesAndDriftCorrectionUntilOpenOrOverridden(t *testing.T) {
 	t.Parallel()
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a"}}})
-	var docs []string
-	for _, name := range []string{"frozen-1", "nightly-1"} {
-		docs = append(docs, fmt.Sprintf("apiVersion: fleet.cattle.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: %s\n  labels: {app: %s}\n"+
-			"spec:\n  kubeConfigPath: %s\n  confineToNamespace: %s\n", name, strings.TrimSuffix(name, "-1"), s.K8s.Kubeconfig("a"), name))
-	}
-	s.Apply(strings.Join(docs, "---\n"))
+	s.AddConfinedClusters("a", harness.ConfinedCluster{Name: "frozen-1", Labels: map[string]string{"app": "frozen"}},
+		harness.ConfinedCluster{Name: "nightly-1", Labels: map[string]string{"app": "nightly"}})
 	repo := s.NewRepo(map[string]string{"web/cm.yaml": fmt.Sprintf(configMapV, "1")})
 	spec := func(app string) fleet.GitRepoSpec {
 		return fleet.GitRepoSpec{Repo: repo.URL(), Branch: "main", PollingInterval: "1s", CorrectDrift: &fleet.CorrectDrift{Enabled: true},

@@ -350,6 +350,27 @@ func (s *Stack) AddClusterIn(namespace, name, backing string, labels map[string]
 	s.CLIRun(args...)
 }
 
+// ConfinedCluster is a cluster that shares its API server with others, confined to a namespace named
+// as itself.
+type ConfinedCluster struct {
+	Name   string
+	Labels map[string]string
+}
+
+// AddConfinedClusters registers clusters of fleet-default on the backing API server, each confined to its
+// own namespace, in one apply.
+func (s *Stack) AddConfinedClusters(backing string, clusters ...ConfinedCluster) {
+	s.t.Helper()
+	var docs []string
+	for _, c := range clusters {
+		labels, err := json.Marshal(c.Labels) // JSON is YAML
+		require.NoError(s.t, err)
+		docs = append(docs, fmt.Sprintf("apiVersion: fleet.cattle.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: %s\n  labels: %s\n"+
+			"spec:\n  kubeConfigPath: %s\n  confineToNamespace: %s\n", c.Name, labels, s.K8s.Kubeconfig(backing), c.Name))
+	}
+	s.Apply(strings.Join(docs, "---\n"))
+}
+
 // Apply applies a YAML document through the CLI.
 func (s *Stack) Apply(doc string) {
 	s.t.Helper()
