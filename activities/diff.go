@@ -124,17 +124,19 @@ func (a *Activities) diffBundle(ctx context.Context, h *clusterHandle, t api.Clu
 
 const notDeployedHere = "not deployed to this cluster"
 
-// nextAction is the release action of workflows/decide.go for a bundle whose desired deployment ID is
-// desiredID, before drift is known.
+// nextAction is the release's next action (api.ReleaseInfo.NextAction, as the cluster workflow decides it,
+// a failed revision's backoff aside: the diff says what the apply does when it comes), before drift is
+// known, and why.
 func nextAction(st agentclient.ReleaseState, desiredID string) (string, string) {
-	switch {
-	case !st.Exists:
+	switch releaseInfo(st).NextAction(desiredID, true) {
+	case api.ActionInstall:
 		return api.DiffInstall, "no release yet"
-	case st.Pending():
+	case api.ActionRecover:
 		return api.DiffUpgrade, "release locked (" + st.Status + ")"
-	case st.DeploymentID != desiredID:
-		return api.DiffUpgrade, "the desired state changed (deployment " + shortID(st.DeploymentID) + " → " + shortID(desiredID) + ")"
-	case st.Status != string(api.ReleaseDeployed):
+	case api.ActionUpgrade:
+		if st.DeploymentID != desiredID {
+			return api.DiffUpgrade, "the desired state changed (deployment " + shortID(st.DeploymentID) + " → " + shortID(desiredID) + ")"
+		}
 		return api.DiffUpgrade, "revision " + fmt.Sprint(st.Revision) + " is " + st.Status
 	}
 	return api.DiffNone, ""
@@ -154,24 +156,22 @@ func shortID(id string) string {
 // on this cluster that no bundle of the target deploys. A bundle that failed to diff keeps its releases,
 // as the sweep keeps those of a bundle that failed to render.
 func (a *Activities) diffLeaving(ctx context.Context, h *clusterHandle, t api.ClusterTarget, bundles []api.BundleDiff) ([]api.BundleDiff, error) {
-	rels, err := h.client.ListReleasesIn(ctx, h.info.ConfineToNamespace, map[string]string{api.LabelGitRepo: t.Key().Name, api.LabelCluster: t.Cluster})
+	// The sweep the cluster workflow would ask for (workflows/sweep.go), from these bundles.
+	var s api.Sweep
+	for _, b := range bundles {
+		switch {
+		case b.Error != "" || b.Release == "":
+			s.KeepBundles = append(s.KeepBundles, b.Bundle) // a bundle that failed keeps every release it has
+		case b.Reason != notDeployedHere:
+			s.Releases = append(s.Releases, api.ReleaseRef{Bundle: b.Bundle, Namespace: b.Namespace, Name: b.Release})
+		}
+	}
+	leaving, err := sweepable(ctx, h.client, t.Key(), t.Cluster, h.info.ConfineToNamespace, s)
 	if err != nil {
 		return nil, err
 	}
-	keepBundle, keepRelease := map[string]bool{}, map[string]bool{}
-	for _, b := range bundles {
-		switch {
-		case b.Release == "":
-			keepBundle[b.Bundle] = true // it did not render: every release it has stays
-		case b.Reason != notDeployedHere:
-			keepRelease[b.Namespace+"/"+b.Release] = true
-		}
-	}
 	var out []api.BundleDiff
-	for _, r := range ownedBy(rels, t.Key()) {
-		if keepBundle[r.Labels[api.LabelBundle]] || keepRelease[r.Namespace+"/"+r.Name] {
-			continue
-		}
+	for _, r := range leaving {
 		reason := "no bundle of the target deploys it here"
 		if t.Options.KeepResources || r.Labels[api.LabelKeepResources] == "true" {
 			reason += "; keepResources: its objects stay"

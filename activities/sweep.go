@@ -16,24 +16,9 @@ import (
 // see each other's. Only the GitRepo's own are: one of the same name in another workspace may share the
 // API server, and its cluster the name.
 func (a *Activities) sweep(ctx context.Context, cl *agentclient.Client, gitRepo api.GitRepoKey, cluster, confined string, s api.Sweep) ([]string, error) {
-	rels, err := cl.ListReleasesIn(ctx, confined, map[string]string{api.LabelGitRepo: gitRepo.Name, api.LabelCluster: cluster})
+	leaving, err := sweepable(ctx, cl, gitRepo, cluster, confined, s)
 	if err != nil {
 		return nil, err
-	}
-	rels = ownedBy(rels, gitRepo)
-	keepBundle := map[string]bool{}
-	for _, b := range s.KeepBundles {
-		keepBundle[b] = true
-	}
-	keepRelease := map[string]bool{}
-	for _, r := range s.Releases {
-		keepRelease[r.Namespace+"/"+r.Name] = true
-	}
-	var leaving []agentclient.ReleaseState
-	for _, r := range rels {
-		if !keepBundle[r.Labels[api.LabelBundle]] && !keepRelease[r.Namespace+"/"+r.Name] {
-			leaving = append(leaving, r)
-		}
 	}
 	// A folder of fifty bundles deleted from the repository is fifty uninstalls: at once, as many as the
 	// cluster's bundles are applied at once, not one after another.
@@ -67,6 +52,29 @@ func (a *Activities) sweep(ctx context.Context, cl *agentclient.Client, gitRepo 
 	}
 	_, _, err = a.deleteNamespaces(ctx, cl, gitRepo, cluster, confined, namespaces)
 	return removed, err
+}
+
+// sweepable are the releases of gitRepo on this cluster that s does not keep: what a sweep uninstalls.
+func sweepable(ctx context.Context, cl *agentclient.Client, gitRepo api.GitRepoKey, cluster, confined string, s api.Sweep) ([]agentclient.ReleaseState, error) {
+	rels, err := cl.ListReleasesIn(ctx, confined, map[string]string{api.LabelGitRepo: gitRepo.Name, api.LabelCluster: cluster})
+	if err != nil {
+		return nil, err
+	}
+	keepBundle := map[string]bool{}
+	for _, b := range s.KeepBundles {
+		keepBundle[b] = true
+	}
+	keepRelease := map[string]bool{}
+	for _, r := range s.Releases {
+		keepRelease[r.Namespace+"/"+r.Name] = true
+	}
+	var leaving []agentclient.ReleaseState
+	for _, r := range ownedBy(rels, gitRepo) {
+		if !keepBundle[r.Labels[api.LabelBundle]] && !keepRelease[r.Namespace+"/"+r.Name] {
+			leaving = append(leaving, r)
+		}
+	}
+	return leaving, nil
 }
 
 // ownedBy keeps the releases whose labels name gitRepo as their owner. Releases are listed by the name

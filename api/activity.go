@@ -268,6 +268,26 @@ type ReleaseInfo struct {
 	Commit string `json:"commit,omitempty"`
 }
 
+// NextAction is what an apply does to this release to make it hold desiredID, judged from the release
+// alone: install it, recover it from an operation that never finished (then upgrade), upgrade it, or
+// nothing. A failed revision of the same desired state waits out its backoff unless retryDue. The cluster
+// workflow's decision (drift, pauses, dependencies on top) and `flotilla diff` both start from it.
+func (r ReleaseInfo) NextAction(desiredID string, retryDue bool) Action {
+	switch {
+	case !r.Exists:
+		return ActionInstall
+	case r.Status.Pending() || r.Status == ReleaseUninstalling:
+		// A worker killed mid-operation leaves the release locked; nothing else moves it.
+		return ActionRecover
+	case r.Status == ReleaseFailed && !retryDue:
+		// A failed apply of this desired state, or of the one before, backs off before it is tried again.
+		return ActionNone
+	case r.DeploymentID != desiredID, r.Status != ReleaseDeployed:
+		return ActionUpgrade
+	}
+	return ActionNone
+}
+
 // ResourceSummary counts the objects a release owns by state, with Fleet's key names.
 type ResourceSummary struct {
 	Counts ResourceCounts `json:"counts"`

@@ -66,18 +66,8 @@ func decideRelease(in decideInput) decision {
 	if o.Error != "" || !o.Deploy || in.Paused {
 		return nothing
 	}
-	r := o.Release
-	switch {
-	case !r.Exists:
-		return decision{Action: api.ActionInstall}
-	case r.Status.Pending() || r.Status == api.ReleaseUninstalling:
-		// A worker killed mid-operation leaves the release locked; nothing else moves it.
-		return decision{Action: api.ActionRecover}
-	case r.Status == api.ReleaseFailed && !in.RetryDue:
-		// A failed apply of this desired state, or of the one before, backs off before it is tried again.
-		return nothing
-	case r.DeploymentID != o.DesiredID, r.Status != api.ReleaseDeployed:
-		return decision{Action: api.ActionUpgrade}
+	if a := o.Release.NextAction(o.DesiredID, in.RetryDue); a != api.ActionNone || o.Release.Status != api.ReleaseDeployed {
+		return decision{Action: a}
 	}
 	drifted := o.Resources.Counts.Missing > 0 || o.Resources.Counts.Modified > 0
 	if drifted && in.CorrectDrift != nil && in.CorrectDrift.Enabled && in.RetryDue {
