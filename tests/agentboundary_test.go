@@ -78,7 +78,7 @@ func TestAnAgentReachesOnlyItsOwnClustersPackagesAndTasks(t *testing.T) {
 	require.NoError(t, genuine.Stop(10*time.Second))
 	rogueLog := filepath.Join(s.Dir, "agent-rogue.log")
 	rogue, err := devenv.StartAgent(devenv.AgentOptions{Bin: harness.BinDir(), Address: s.Address(), Cluster: "e1", Key: e2Key,
-		Kubeconfig: s.K8s.Kubeconfig("e2"), CacheDir: filepath.Join(s.Dir, "agent-rogue"), LogFile: rogueLog})
+		Kubeconfig: s.K8s.Kubeconfig("e2"), CacheDir: filepath.Join(s.Dir, "agent-rogue"), LogFile: rogueLog, ExtraArgs: s.ConnArgs()})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = rogue.Stop(5 * time.Second) })
 	files := fqdnBundle()

@@ -20,7 +20,7 @@ import (
 // exactly one rollout.
 func TestTheAgentsDeploymentRollsOnlyWhenItsConfigurationChanges(t *testing.T) {
 	t.Parallel()
-	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "e"}}})
+	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "e"}}, OwnTemporal: true})
 	s.AddAgentCluster("e", nil, nil)
 	// The operator applies the agent's manifest in the cluster, then the agent runs (here on the host: the
 	// Deployment is only an object in the API server).

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -65,7 +64,7 @@ func TestEncryptedPayloadsKeepValuesOutOfHistoriesAndTheCodecServerDecodesThem(t
 
 	// The CLI with the key reads the status; without it, it says what it lacks.
 	require.Contains(t, s.CLIRun("status", "sealed"), "Ready")
-	res := harness.RunCLI(t, s.Temporal.Address(), "status", "sealed")
+	res := harness.RunCLI(t, s.Address(), append(s.ConnArgs(), "status", "sealed")...)
 	require.NotEqual(t, 0, res.ExitCode)
 	require.Contains(t, res.Stderr, `payload encrypted with key ID "e2e-1", and no key file was given: give --codec-key-file`)
 
@@ -99,8 +98,8 @@ func TestEncryptedPayloadsKeepValuesOutOfHistoriesAndTheCodecServerDecodesThem(t
 	for _, e := range page.GetExecutions() {
 		id, run := e.GetExecution().GetWorkflowId(), e.GetExecution().GetRunId()
 		show := func(extra ...string) string {
-			args := append([]string{"workflow", "show", "--address", s.Temporal.Address(), "--workflow-id", id, "--run-id", run, "--output", "json"}, extra...)
-			out, err := exec.CommandContext(ctx, filepath.Join(harness.BinDir(), "temporal"), args...).Output()
+			args := append([]string{"workflow", "show", "--workflow-id", id, "--run-id", run, "--output", "json"}, extra...)
+			out, err := s.TemporalCommand(ctx, args...).Output()
 			require.NoError(t, err, "temporal %s", strings.Join(args, " "))
 			return string(out)
 		}

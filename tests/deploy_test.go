@@ -262,14 +262,13 @@ func TestTemporalCLIStartsAGitRepoWithTheDocumentedJSON(t *testing.T) {
 	s.AddCluster("a", "a", map[string]string{"env": "dev"}, nil)
 	input := `{"apiVersion":"fleet.cattle.io/v1alpha1","kind":"GitRepo","metadata":{"name":"from-cli"},` +
 		`"spec":{"repo":"` + repo.URL() + `","branch":"main","pollingInterval":"1s","targets":[{"clusterSelector":{"matchLabels":{"env":"dev"}}}]}}`
-	temporal := filepath.Join(harness.BinDir(), "temporal")
-	out, err := exec.Command(temporal, "workflow", "start", "--address", s.Temporal.Address(),
+	out, err := s.TemporalCommand(t.Context(), "workflow", "start",
 		"--type", "GitRepoWorkflow", "--task-queue", "flotilla", "--workflow-id", "gitrepo/from-cli", "--input", input).CombinedOutput()
 	require.NoError(t, err, string(out))
 	s.WaitStatus("from-cli", 2*time.Minute, "Ready", harness.AllReady)
 	require.Equal(t, "b", s.ConfigMapData("a", "default", "hello")["a"])
 
-	out, err = exec.Command(temporal, "workflow", "query", "--address", s.Temporal.Address(),
+	out, err = s.TemporalCommand(t.Context(), "workflow", "query",
 		"--workflow-id", "gitrepo/from-cli", "--type", "status").CombinedOutput()
 	require.NoError(t, err, string(out))
 	require.Contains(t, string(out), `"readyClusters":1`)

@@ -3,8 +3,6 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -70,7 +68,7 @@ func TestHelmOpDeploysAChartWithoutGit(t *testing.T) {
 	require.NoError(t, yaml.Unmarshal([]byte(helmOpYAML("hello2", repo.URL, "hello2")), &doc))
 	input, err := json.Marshal(map[string]any{"helmOp": doc})
 	require.NoError(t, err)
-	cmd := exec.Command(filepath.Join(harness.BinDir(), "temporal"), "workflow", "start", "--address", s.Temporal.Address(),
+	cmd := s.TemporalCommand(t.Context(), "workflow", "start",
 		"--task-queue", "flotilla", "--type", "GitRepoWorkflow", "--workflow-id", "gitrepo/hello2", "--input", string(input))
 	outb, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", outb)

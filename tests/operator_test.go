@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -158,12 +157,12 @@ func TestWebUIListsGitReposAndTheirClusters(t *testing.T) {
 	s.Apply(harness.GitRepoYAML("shop", repo.URL(), "  paths: [app]\n  targets: [{clusterName: a}]\n"))
 	st := s.WaitStatus("shop", 2*time.Minute, "Ready", harness.AllReady)
 
-	ui := s.Temporal.UIAddress()
+	ui, namespace := s.TemporalUI()
 	require.NotEmpty(t, ui)
 	var rows []map[string]any
 	require.Eventually(t, func() bool { // visibility trails the workflow by a moment
 		var err error
-		if rows, err = uiList(ui, `WorkflowType = "GitRepoWorkflow" AND FlotillaState = "Ready"`); err != nil {
+		if rows, err = uiList(ui, namespace, `WorkflowType = "GitRepoWorkflow" AND FlotillaState = "Ready"`); err != nil {
 			t.Logf("%v (retrying)", err)
 			return false
 		}
@@ -175,14 +174,13 @@ func TestWebUIListsGitReposAndTheirClusters(t *testing.T) {
 	require.Equal(t, false, rows[0]["FlotillaHasError"])
 	require.Equal(t, "gitrepo/shop", rows[0]["workflowId"])
 
-	children, err := uiList(ui, `FlotillaCluster = "a"`)
+	children, err := uiList(ui, namespace, `FlotillaCluster = "a"`)
 	require.NoError(t, err)
 	require.Len(t, children, 1)
 	require.Equal(t, "gitrepo/shop/cluster/a", children[0]["workflowId"])
 
-	temporal := filepath.Join(harness.BinDir(), "temporal")
 	update := func(input string) (string, error) {
-		out, err := exec.Command(temporal, "workflow", "update", "execute", "--address", s.Temporal.Address(),
+		out, err := s.TemporalCommand(t.Context(), "workflow", "update", "execute",
 			"--workflow-id", "gitrepo/shop", "--name", api.UpdateSetPollingInterval, "--input", input).CombinedOutput()
 		return string(out), err
 	}
@@ -198,8 +196,8 @@ func TestWebUIListsGitReposAndTheirClusters(t *testing.T) {
 // uiList asks the Web UI's HTTP API, as the browser does, for workflows matching a visibility query and
 // returns, per workflow, its decoded search attributes plus workflowId. An answer other than 200 is an
 // error, so a condition can retry it.
-func uiList(ui, query string) ([]map[string]any, error) {
-	resp, err := http.Get(ui + "/api/v1/namespaces/default/workflows?query=" + url.QueryEscape(query))
+func uiList(ui, namespace, query string) ([]map[string]any, error) {
+	resp, err := http.Get(ui + "/api/v1/namespaces/" + url.PathEscape(namespace) + "/workflows?query=" + url.QueryEscape(query))
 	if err != nil {
 		return nil, err
 	}

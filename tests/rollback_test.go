@@ -3,8 +3,6 @@ package tests
 import (
 	"context"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -68,7 +66,7 @@ func TestARollbackPinsClustersToAnEarlierCommitUntilCleared(t *testing.T) {
 	require.Equal(t, "1", value("rb-2"))
 
 	temporal := func(input string) (string, error) {
-		out, err := exec.Command(filepath.Join(harness.BinDir(), "temporal"), "workflow", "update", "execute", "--address", s.Address(),
+		out, err := s.TemporalCommand(t.Context(), "workflow", "update", "execute",
 			"--workflow-id", "gitrepo/pinned", "--name", api.UpdateRollback, "--input", input).CombinedOutput()
 		return string(out), err
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -194,7 +192,7 @@ func TestAPersonApprovesPausesResumesAndAbortsARollout(t *testing.T) {
 	repo := s.NewRepo(map[string]string{"web/fleet.yaml": gatedFleetYAML, "web/cm.yaml": fmt.Sprintf(configMapV, "1")})
 	s.Apply(harness.GitRepoYAML("gated", repo.URL(), "  targets: [{clusterSelector: {matchExpressions: [{key: stage, operator: Exists}]}}]\n"))
 	temporal := func(update, input string) (string, error) {
-		out, err := exec.Command(filepath.Join(harness.BinDir(), "temporal"), "workflow", "update", "execute", "--address", s.Address(),
+		out, err := s.TemporalCommand(t.Context(), "workflow", "update", "execute",
 			"--workflow-id", "gitrepo/gated", "--name", update, "--input", input).CombinedOutput()
 		return string(out), err
 	}

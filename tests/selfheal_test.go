@@ -149,7 +149,7 @@ func TestCorrectDriftTurnedOnWithoutACommitRestoresAtTheNextCheck(t *testing.T) 
 // workflow) is repaired by the next check; restarting the worker or the Temporal server re-applies nothing.
 func TestGeneratedStateComesBackAndRestartsAddNoRevisions(t *testing.T) {
 	t.Parallel()
-	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a", Workloads: true}}})
+	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a", Workloads: true}}, OwnTemporal: true})
 	repo := s.NewRepo(seedBundle())
 	s.AddCluster("a", "a", nil, nil)
 	s.StartGitRepo(seedGitRepo(repo.URL(), true))
@@ -161,7 +161,7 @@ func TestGeneratedStateComesBackAndRestartsAddNoRevisions(t *testing.T) {
 	s.KillWorker()
 	s.StartWorker()
 	s.WaitChecks("seed", "a", 3)
-	require.NoError(t, s.Temporal.Restart(t.Context()))
+	s.RestartTemporal()
 	s.WaitChecks("seed", "a", 3)
 	st := s.WaitStatus("seed", time.Minute, "11/11 ready after restarts", ready11)
 	require.Len(t, s.History("a", "seed", "seed"), 1, "no restart re-applies an in-sync release")

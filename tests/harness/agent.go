@@ -88,6 +88,7 @@ func (s *Stack) WaitAgentStatus(cluster string, timeout time.Duration, what stri
 // every workflow goes on where it was.
 func (s *Stack) RestartTemporal() {
 	s.t.Helper()
+	require.NotNil(s.t, s.Temporal, "restarting Temporal takes a server of the stack's own: harness.Options.OwnTemporal")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	require.NoError(s.t, s.Temporal.Restart(ctx))

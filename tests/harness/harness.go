@@ -1,6 +1,7 @@
 // Package harness starts a real Flotilla stack for end-to-end tests: kube-apiservers (with kwok where
-// workloads must become Ready), the Temporal dev server, the flotilla-worker binary and git repositories,
-// all on loopback, in t.TempDir(), and stopped by PID when the test ends.
+// workloads must become Ready), a namespace of the Temporal dev server the test binary shares (Main) or a
+// dev server of its own, the flotilla-worker binary and git repositories, all on loopback, in
+// t.TempDir(), and stopped by PID when the test ends.
 package harness
 
 import (
@@ -65,11 +66,15 @@ type Stack struct {
 	t   *testing.T
 	Dir string
 	K8s *localk8s.Env
-	// Temporal is the dev server the stack started; nil when the test gave its own (Options.Temporal).
+	// Temporal is the dev server the stack started for itself; nil when the test gave its own
+	// (Options.Temporal) or the stack runs in a namespace of the shared one (Main).
 	Temporal *tempdev.Server
-	// address is the Temporal frontend everything connects to.
-	address string
-	// connArgs say how to connect to it (TLS flags with Options.Temporal), for the worker, agents and CLI.
+	// address is the Temporal frontend everything connects to, and namespace the stack's namespace on it.
+	address, namespace string
+	// ui is the Temporal Web UI's URL, when the server has one.
+	ui string
+	// connArgs say how to connect to it (TLS flags with Options.Temporal, --temporal-namespace on the
+	// shared server), for the worker, agents and CLI.
 	connArgs []string
 	Worker   *proc.Process
 	Client   client.Client
@@ -91,6 +96,9 @@ type Options struct {
 	WorkerArgs []string
 	// BareTemporal starts the dev server without Flotilla's search attributes, as a user's own server is.
 	BareTemporal bool
+	// OwnTemporal starts a dev server for this stack alone, for a scenario that restarts it
+	// (RestartTemporal); otherwise, under Main, the stack takes a namespace of the shared one.
+	OwnTemporal bool
 	// CodecKeyFile is a keyring the worker, the CLI and the stack's Client encrypt payloads with
 	// (--codec-key-file). Histories are still read raw (HistoriesContaining): encrypted.
 	CodecKeyFile string
@@ -138,6 +146,15 @@ func Start(t *testing.T, o Options) *Stack {
 		s.workerArgs = append(append([]string{}, s.connArgs...), s.workerArgs...)
 		s.cliArgs = append(append([]string{}, s.connArgs...), s.cliArgs...)
 		copts, temporalErr = o.Temporal.ClientOptions(copts.Logger)
+	} else if srv, ns, ok, err := sharedTemporal(ctx, o); ok || err != nil {
+		temporalErr = err
+		if ok {
+			s.address, s.namespace, s.ui = srv.Address(), ns, srv.UIAddress()
+			s.connArgs = []string{"--temporal-namespace", ns}
+			s.workerArgs = append(append([]string{}, s.connArgs...), s.workerArgs...)
+			s.cliArgs = append(append([]string{}, s.connArgs...), s.cliArgs...)
+			copts.Namespace = ns
+		}
 	} else {
 		attrs := api.SearchAttributes
 		if o.BareTemporal {
@@ -147,7 +164,7 @@ func Start(t *testing.T, o Options) *Stack {
 		tmp, temporalErr = tempdev.Start(ctx, tempdev.Options{Bin: filepath.Join(BinDir(), "temporal"), Dir: filepath.Join(s.Dir, "temporal"),
 			SearchAttributes: attrs, LogFile: filepath.Join(s.Dir, "temporal.log")})
 		if temporalErr == nil {
-			s.Temporal, s.address = tmp, tmp.Address()
+			s.Temporal, s.address, s.ui = tmp, tmp.Address(), tmp.UIAddress()
 			t.Cleanup(func() { _ = tmp.Stop() })
 		}
 	}
@@ -166,6 +183,9 @@ func Start(t *testing.T, o Options) *Stack {
 	require.NoError(t, err)
 	s.Client = c
 	t.Cleanup(c.Close)
+	if s.namespace != "" {
+		t.Cleanup(s.closeNamespace) // after the workers stop: cleanups run last first
+	}
 	s.StartWorker()
 	t.Cleanup(func() {
 		if s.Worker != nil {
@@ -192,6 +212,27 @@ func connArgs(st temporalconn.Settings) []string {
 
 // Address is the Temporal frontend the stack's processes connect to.
 func (s *Stack) Address() string { return s.address }
+
+// ConnArgs are the flags, beside --address, that connect a Flotilla program (worker, agent, CLI) to the
+// stack's Temporal namespace.
+func (s *Stack) ConnArgs() []string { return append([]string{}, s.connArgs...) }
+
+// TemporalCommand is the `temporal` CLI with args, pointed at the stack's server and namespace.
+func (s *Stack) TemporalCommand(ctx context.Context, args ...string) *exec.Cmd {
+	args = append(append([]string{}, args...), "--address", s.address)
+	if s.namespace != "" {
+		args = append(args, "--namespace", s.namespace)
+	}
+	return exec.CommandContext(ctx, filepath.Join(BinDir(), "temporal"), args...)
+}
+
+// TemporalUI is the Temporal Web UI's URL and the stack's namespace there, or "" without a UI.
+func (s *Stack) TemporalUI() (url, namespace string) {
+	if s.namespace == "" {
+		return s.ui, "default"
+	}
+	return s.ui, s.namespace
+}
 
 func dumpLog(t *testing.T, path string) {
 	data, err := os.ReadFile(path)

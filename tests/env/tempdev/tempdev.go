@@ -26,12 +26,15 @@ import (
 
 // Options configure the server. Zero ports mean free loopback ports.
 type Options struct {
-	Bin, Dir         string
-	DBFile           string
-	IP               string
-	Port, UIPort     int
-	Headless         bool
-	Namespace        string
+	Bin, Dir     string
+	DBFile       string
+	IP           string
+	Port, UIPort int
+	Headless     bool
+	Namespace    string
+	// MoreNamespaces are registered at start beside Namespace, each with SearchAttributes: a server shared
+	// by tests that each take a namespace of their own.
+	MoreNamespaces   []string
 	SearchAttributes map[string]string
 	DynamicConfig    map[string]string
 	LogFile, PIDFile string
@@ -102,6 +105,9 @@ func (s *Server) args() ([]string, error) {
 		"--http-port", strconv.Itoa(httpPort), "--metrics-port", strconv.Itoa(metricsPort),
 		"--db-filename", o.DBFile, "--namespace", o.Namespace, "--log-level", "warn",
 		"--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal"}
+	for _, ns := range o.MoreNamespaces {
+		args = append(args, "--namespace", ns)
+	}
 	if o.Headless {
 		args = append(args, "--headless")
 	} else {
