@@ -17,6 +17,7 @@ import (
 
 // Poll resolves the commit to deploy and reads the inventory generation: one ls-remote, no clone.
 func (a *Activities) Poll(ctx context.Context, in api.PollInput) (api.PollResult, error) {
+	defer heartbeatEvery(ctx, 3*time.Second)()
 	if err := a.Workspaces.serves(in.Key().Namespace); err != nil {
 		return api.PollResult{}, err
 	}

@@ -117,6 +117,7 @@ func (a *Activities) packageOf(ctx context.Context, h *clusterHandle, t api.Clus
 // hold a package (another worker made it, or its cache was cleared) renders it again from that desired
 // state, with the GitRepo's own repository and credentials.
 func (a *Activities) ReadContent(ctx context.Context, in api.ReadContentInput) ([]byte, error) {
+	defer heartbeatEvery(ctx, 3*time.Second)() // rendering the package again can take seconds
 	var total int64
 	for _, c := range in.Chunks {
 		if c.Length <= 0 || c.Offset < 0 {

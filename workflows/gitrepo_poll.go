@@ -46,6 +46,7 @@ func (g *gitRepoRun) poll(ctx workflow.Context, resync bool) {
 	s := g.spec.Spec
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: pollTimeout,
+		HeartbeatTimeout:    heartbeat, // a poll lost with a killed worker is retried in seconds, not a minute
 		RetryPolicy:         retries(3),
 		Summary:             "ls-remote " + s.Repo,
 	})
