@@ -63,7 +63,7 @@ BENCH_QUICK_LOG ?= $(CURDIR)/bench/out/quick.log
 test: tools build vet lint
 	@mkdir -p "$(dir $(BENCH_QUICK_LOG))"
 	@( bin/flotilla-bench --quick --out "$(BENCH_QUICK_OUT)" && \
-	  hack/bench-compare.sh --lenient "$(BASE)" --quick --apiservers 3 --experiments fleet-shape-1x10x3 --rounds 2 --out "$(BENCH_COMPARE_QUICK_OUT)" \
+	  hack/bench-compare.sh --lenient "$(BASE)" --quick --apiservers 3 --experiments fleet-shape-1x10x3 --rounds 1 --out "$(BENCH_COMPARE_QUICK_OUT)" \
 	) > "$(BENCH_QUICK_LOG)" 2>&1 & quick=$$!; \
 	FLOTILLA_BIN=$(CURDIR)/bin FLOTILLA_REQUIRE_DOCKER=1 $(GO) test -count=1 -parallel $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) ./...; tests=$$?; \
 	wait $$quick; quickrc=$$?; \
