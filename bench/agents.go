@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/tests/env/devenv"
@@ -253,7 +252,7 @@ func (r *run) confinedReleases(ctx context.Context, bundles int) error {
 		}
 		mc := clients[c.APIServer]
 		if mc == nil {
-			cfg, err := clientcmd.BuildConfigFromFlags("", r.e.k8s.Kubeconfig(r.e.apiservers[c.APIServer]))
+			cfg, err := restConfig(r.e.k8s.Kubeconfig(r.e.apiservers[c.APIServer]))
 			if err != nil {
 				return err
 			}

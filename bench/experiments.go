@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
@@ -269,7 +268,7 @@ func (e *env) duplicatedRevisions(ctx context.Context, clusters []benchCluster, 
 	}
 	dup := 0
 	for _, name := range e.apiservers {
-		cfg, err := clientcmd.BuildConfigFromFlags("", e.k8s.Kubeconfig(name))
+		cfg, err := restConfig(e.k8s.Kubeconfig(name))
 		if err != nil {
 			return 0, err
 		}

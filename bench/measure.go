@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat; 100 on every Linux we run on.
@@ -107,7 +106,7 @@ type apiServerScraper struct {
 }
 
 func newAPIServerScraper(kubeconfig string) (*apiServerScraper, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	cfg, err := restConfig(kubeconfig)
 	if err != nil {
 		return nil, err
 	}

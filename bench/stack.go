@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	sdklog "go.temporal.io/sdk/log"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -571,4 +572,19 @@ func (r *run) writeTimeline(ctx context.Context, workflowID string) error {
 	}
 	name := strings.NewReplacer("/", "_").Replace(workflowID)
 	return os.WriteFile(filepath.Join(r.dir, "timeline-"+name+".txt"), []byte(b.String()), 0o644)
+}
+
+// restConfig is the client configuration of a kubeconfig with its certificates read into memory. Given
+// the files instead, client-go keeps re-reading them for rotation as long as the process lives, and logs
+// an error every few seconds once a run's folder is removed.
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	if err := rest.LoadTLSFiles(cfg); err != nil {
+		return nil, fmt.Errorf("%s: %w", kubeconfig, err)
+	}
+	cfg.CAFile, cfg.CertFile, cfg.KeyFile = "", "", ""
+	return cfg, nil
 }
