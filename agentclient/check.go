@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
@@ -344,15 +343,9 @@ func (c manifestCache) objects(manifest string) ([]*unstructured.Unstructured, e
 
 // manifestObjects parses a release manifest into objects; List kinds are expanded into their items.
 func manifestObjects(manifest string) ([]*unstructured.Unstructured, error) {
-	docs := releaseutil.SplitManifests(manifest)
-	keys := make([]string, 0, len(docs))
-	for k := range docs {
-		keys = append(keys, k)
-	}
-	sort.Sort(releaseutil.BySplitManifestsOrder(keys))
 	var out []*unstructured.Unstructured
-	for i, k := range keys {
-		js, err := yaml.YAMLToJSON([]byte(docs[k]))
+	for i, doc := range splitManifest(manifest) {
+		js, err := yaml.YAMLToJSON([]byte(doc))
 		if err != nil {
 			return nil, fmt.Errorf("document %d: %w", i+1, err)
 		}
