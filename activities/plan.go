@@ -64,6 +64,11 @@ func (a *Activities) Plan(ctx context.Context, in api.PlanInput) (api.Plan, erro
 		// Locks made while the activity was being cancelled blame the chart sources for it.
 		return api.Plan{}, err
 	}
+	if in.Pack {
+		if err := p.Pack(); err != nil {
+			return api.Plan{}, err
+		}
+	}
 	return p, nil
 }
 

@@ -96,6 +96,9 @@ type PlanInput struct {
 	HelmOp *fleet.FleetYAML `json:"helmOp,omitempty"`
 	// SyncWindows are the GitRepo's: the plan says which of those with cluster criteria choose each cluster.
 	SyncWindows []fleet.SyncWindow `json:"syncWindows,omitempty"`
+	// Pack asks for the clusters compressed (Plan.ClustersZ) when they are many (Plan.Pack); a workflow
+	// that cannot read them never asks.
+	Pack bool `json:"pack,omitempty"`
 }
 
 // Key is the GitRepo that plans.
@@ -109,6 +112,9 @@ type Plan struct {
 	Bundles             []BundleRef `json:"bundles"`
 	// Clusters are the targeted clusters, sorted by name; each lists indexes into Bundles.
 	Clusters []PlannedCluster `json:"clusters"`
+	// ClustersZ holds Clusters gzip-compressed instead, when PlanInput.Pack asked and they are many
+	// (Plan.Pack, Plan.Unpack).
+	ClustersZ []byte `json:"clustersZ,omitempty"`
 	// Unloaded are the indexes of bundles whose fleet.yaml does not load: their own targets are unknown.
 	Unloaded []int `json:"unloaded,omitempty"`
 	// Warnings name fleet.yaml keys Fleet documents that Flotilla does not act on (file, line, key).
