@@ -81,11 +81,14 @@ func (c *GitRepoCarry) takeRollout() *rollout {
 // bundles its JSON is about 3 MB (more with errors), over Temporal's 2 MB payload limit: the GitRepo could
 // never continue as new and would wedge. The state is repetitive (the same bundle names, states and keys
 // for every cluster), so it travels gzip-compressed, a tenth of its size or less. Should it still be too
-// large (thousands of distinct error messages), messages are shortened, then bundle details dropped and
-// every cluster's desired state handed over again, which makes each one report afresh.
+// large (thousands of distinct error messages), messages are shortened, then the bundles' own messages
+// dropped, then the bundles' details; what each cluster was handed is always kept, so no cluster is
+// handed its desired state again because the GitRepo continued as new (at 10,000 clusters that would be
+// 10,000 signals, and as many reports, in every run).
 
-// maxCarryBytes bounds the packed state, far under the 2 MB limit so the rest of the input and a margin fit.
-const maxCarryBytes = 1 << 20
+// maxCarryBytes bounds the packed state so the continue-as-new input stays under 1 MiB, half of Temporal's
+// 2 MB payload limit: the input carries it base64-encoded (a third larger), beside the spec.
+const maxCarryBytes = 760 << 10
 
 // maxUnpackedCarry bounds the carried state once decompressed. A real one is about 3 MB at 1,000 clusters
 // of ten bundles; gzip turns 254 KiB of zeros into 572 MiB, and a workflow input is anyone's who may start
@@ -103,12 +106,14 @@ func packCarry(c GitRepoCarry) ([]byte, bool) {
 	if len(z) <= maxCarryBytes || c.Rollout == nil {
 		return z, false
 	}
-	c.Rollout = trimStatuses(c.Rollout, false)
-	if z = gzipJSON(c); len(z) <= maxCarryBytes {
-		return z, true
+	full := c.Rollout
+	for _, level := range []trimLevel{clipMessages, dropBundleMessages, dropBundles} {
+		c.Rollout = trimStatuses(full, level)
+		if z = gzipJSON(c); len(z) <= maxCarryBytes {
+			break
+		}
 	}
-	c.Rollout = trimStatuses(c.Rollout, true)
-	return gzipJSON(c), true
+	return z, true
 }
 
 // unpackCarry reverses packCarry.
@@ -142,34 +147,44 @@ func gzipJSON(v any) []byte {
 	return buf.Bytes()
 }
 
-// trimStatuses copies a rollout with shortened messages; with dropBundles each status keeps only the
-// cluster's own summary and no delivery is remembered, so every cluster is handed its desired state again
-// and reports its bundles afresh.
-func trimStatuses(in *rollout, dropBundles bool) *rollout {
-	out := &rollout{Generation: in.Generation, Clusters: make(map[string]*clusterEntry, len(in.Clusters))}
+// trimLevel is how much of the clusters' statuses a carry too large leaves out.
+type trimLevel int
+
+const (
+	clipMessages       trimLevel = iota // every message shortened to carryMessageLimit
+	dropBundleMessages                  // and the bundles' own messages left out (their states and counts stay)
+	dropBundles                         // and the bundles left out: each cluster keeps its own summary
+)
+
+// trimStatuses copies a rollout with its statuses trimmed to level. Deliveries stay whole: a cluster's
+// next report fills its status in again, and nothing is handed over again.
+func trimStatuses(in *rollout, level trimLevel) *rollout {
+	out := *in
+	out.Clusters = make(map[string]*clusterEntry, len(in.Clusters))
 	for _, name := range sortedKeys(in.Clusters) {
 		e := *in.Clusters[name]
 		if e.Status != nil {
 			cs := *e.Status
 			cs.Message = clipMessage(cs.Message)
-			if dropBundles {
+			switch level {
+			case dropBundles:
 				cs.Bundles = nil
-			} else {
+			default:
 				bs := make([]api.BundleStatus, len(cs.Bundles))
 				for i, b := range cs.Bundles {
 					b.Message = clipMessage(b.Message)
+					if level == dropBundleMessages {
+						b.Message = ""
+					}
 					bs[i] = b
 				}
 				cs.Bundles = bs
 			}
 			e.Status = &cs
 		}
-		if dropBundles {
-			e.Delivered = nil
-		}
 		out.Clusters[name] = &e
 	}
-	return out
+	return &out
 }
 
 func clipMessage(s string) string {
@@ -203,3 +218,9 @@ func writeCarry(carry any) (json.RawMessage, error) {
 	}
 	return b, nil
 }
+
+// unpackPlan restores a plan the Plan activity packed (api.Plan.Unpack); gzip and encoding/json read the
+// same bytes into the same values on every replay, as readCarry does.
+//
+//workflowcheck:ignore
+func unpackPlan(p *api.Plan) error { return p.Unpack() }

@@ -43,6 +43,11 @@ const (
 	// MaxChildStartsPerRun keeps a GitRepo run far below Temporal's 2,000 pending-children limit:
 	// after this many starts the run continues as new (children are abandoned to the next run, not ended).
 	MaxChildStartsPerRun = 500
+	// maxRemovalsInFlight and maxRolloutWindow bound the signals a GitRepo run has waiting for the server
+	// (remove signals; hand-overs, each a signal or a child start): together half of Temporal's 2,000
+	// pending signals per workflow, past which the server fails the workflow's every task.
+	maxRemovalsInFlight = 500
+	maxRolloutWindow    = 500
 	// MaxHistoryEvents continues a run as new before its history gets long, whatever the server suggests.
 	MaxHistoryEvents = 10000
 

@@ -27,6 +27,12 @@ type gitRepoRun struct {
 	polls         int64
 	pending       int
 	startsThisRun int
+	// boundSignals says this run bounds the signals it has waiting for the server (gitRepoBoundSignals);
+	// removalsInFlight counts the remove signals among them.
+	boundSignals     bool
+	removalsInFlight int
+	// draining says the run wants to continue as new and hands nothing more over meanwhile.
+	draining bool
 	// The loop's wake-up timer, kept across passes while its time does not change.
 	timer       workflow.Future
 	timerAt     time.Time
@@ -79,6 +85,7 @@ func GitRepoWorkflow(ctx workflow.Context, in api.GitRepoInput) error {
 		g.carry = c
 	}
 	g.r = g.carry.takeRollout()
+	g.restoreHashes()
 	g.events = workflow.NewBufferedChannel(ctx, 10000)
 	if err := workflow.SetQueryHandler(ctx, api.QueryStatus, func() (api.GitRepoStatus, error) {
 		return boundedStatus(g.view(workflow.Now(ctx)), statusAnswerLimit), nil
@@ -120,6 +127,7 @@ func GitRepoWorkflow(ctx workflow.Context, in api.GitRepoInput) error {
 		workflow.UpdateHandlerOptions{Validator: g.validateDiff}); err != nil {
 		return err
 	}
+	g.boundSignals = workflow.GetVersion(ctx, gitRepoBoundSignals, workflow.DefaultVersion, 1) == 1
 	// One upsert, as before FlotillaNamespace existed: replay matches an upsert by its kind alone.
 	_ = workflow.UpsertTypedSearchAttributes(ctx, searchGitRepo.ValueSet(g.spec.Metadata.Name), searchRepo.ValueSet(g.spec.Spec.Repo),
 		searchNamespace.ValueSet(key.Namespace))
@@ -159,10 +167,15 @@ func (g *gitRepoRun) checkInterval() time.Duration {
 }
 
 func (g *gitRepoRun) window() int {
+	w := api.DefaultRolloutWindow
 	if g.opts.RolloutWindow > 0 {
-		return g.opts.RolloutWindow
+		w = g.opts.RolloutWindow
 	}
-	return api.DefaultRolloutWindow
+	if g.boundSignals && w > maxRolloutWindow {
+		// Each hand-over in the window may be a signal waiting for the server: see maxRolloutWindow.
+		w = maxRolloutWindow
+	}
+	return w
 }
 
 // jitter delays the nth poll by up to 10% of the interval, as Fleet's polling trigger does, so GitRepos
@@ -238,6 +251,9 @@ func (g *gitRepoRun) loop(ctx workflow.Context) error {
 		info := workflow.GetInfo(ctx)
 		wantCAN := info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > MaxHistoryEvents ||
 			g.startsThisRun >= MaxChildStartsPerRun
+		// Hand nothing more over once this run should end: a rollout that keeps its window full would
+		// otherwise never let the hand-overs drain, and the run would grow past every bound it set itself.
+		g.draining = wantCAN && g.boundSignals
 		// An update still planning (a rollback, a diff) would be lost with this run: it wakes the loop when done.
 		if wantCAN && g.pending == 0 && workflow.AllHandlersFinished(ctx) {
 			for sel.HasPending() {
@@ -286,6 +302,50 @@ func (g *gitRepoRun) nextRunInput() (api.GitRepoInput, bool) {
 		in.Flotilla = &opts
 	}
 	var trimmed bool
-	in.CarryZ, trimmed = packCarry(g.carry)
+	carry := g.carry
+	if g.boundSignals {
+		carry.Rollout = g.withoutCurrentHashes()
+	}
+	in.CarryZ, trimmed = packCarry(carry)
 	return in, trimmed
+}
+
+// A delivery's hash identifies the desired state a cluster was handed; at 10,000 clusters the hashes are
+// a sixth of the carried state once compressed (no compression shortens them). Most are the cluster's
+// desired state at the carried plan, which the next run computes from what it is carried anyway.
+
+// withoutCurrentHashes copies the rollout with every delivery hash that is its cluster's desired state now
+// replaced by Current.
+func (g *gitRepoRun) withoutCurrentHashes() *rollout {
+	if g.carry.Plan == nil {
+		return g.r
+	}
+	r := *g.r
+	r.Clusters = make(map[string]*clusterEntry, len(g.r.Clusters))
+	for _, name := range sortedKeys(g.r.Clusters) {
+		r.Clusters[name] = g.r.Clusters[name]
+	}
+	for _, pc := range g.carry.Plan.Clusters {
+		e := r.Clusters[pc.Name]
+		if e == nil || e.Delivered == nil || e.Delivered.Hash == "" || e.Delivered.Hash != hashOf(g.desired(pc)) {
+			continue
+		}
+		c, d := *e, *e.Delivered
+		d.Hash, d.Current = "", true
+		c.Delivered = &d
+		r.Clusters[pc.Name] = &c
+	}
+	return &r
+}
+
+// restoreHashes computes again the hashes withoutCurrentHashes left out.
+func (g *gitRepoRun) restoreHashes() {
+	if g.carry.Plan == nil {
+		return
+	}
+	for _, pc := range g.carry.Plan.Clusters {
+		if e := g.r.Clusters[pc.Name]; e != nil && e.Delivered != nil && e.Delivered.Current {
+			e.Delivered.Hash, e.Delivered.Current = hashOf(g.desired(pc)), false
+		}
+	}
 }

@@ -83,8 +83,11 @@ func (g *gitRepoRun) poll(ctx workflow.Context, resync bool) {
 		GitRepo: g.name(), Repo: s.Repo, Commit: res.Commit, ClientSecretName: s.ClientSecretName,
 		Paths: s.Paths, Targets: s.Targets, Namespace: g.key.PayloadNamespace(),
 		CABundle: s.CABundle, InsecureSkipTLSVerify: s.InsecureSkipTLSVerify, ChartAccess: api.ChartAccessOf(s), HelmOp: s.HelmOp,
-		SyncWindows: s.SyncWindows,
+		SyncWindows: s.SyncWindows, Pack: true,
 	}).Get(ctx, &plan)
+	if err == nil {
+		err = unpackPlan(&plan)
+	}
 	if err != nil {
 		g.carry.Error = fmt.Sprintf("commit %s: %s", api.ShortCommit(res.Commit), errorMessage(err))
 		return
@@ -144,15 +147,31 @@ func (g *gitRepoRun) leavingCluster(cluster string) (api.LeavingCluster, bool) {
 	return api.LeavingCluster{}, false
 }
 
+// signalRemove tells a cluster's workflow to uninstall this GitRepo (or only forget the cluster). At most
+// maxRemovalsInFlight remove signals wait for the server at once: Temporal fails every workflow task of a
+// workflow with 2,000 signals pending, so a GitRepo deleted from 10,000 clusters would otherwise wedge.
+// The first ones are sent at once, in the order decided, as before the bound existed.
 func (g *gitRepoRun) signalRemove(ctx workflow.Context, req api.RemoveRequest, cluster string) {
-	f := workflow.SignalExternalWorkflow(ctx, g.key.ClusterWorkflowID(cluster), "", api.SignalRemove, req)
 	g.pending++
-	workflow.Go(ctx, func(gctx workflow.Context) {
+	id := g.key.ClusterWorkflowID(cluster)
+	sent := func(gctx workflow.Context, f workflow.Future) {
 		kind := eventRemoveSent
 		if err := f.Get(gctx, nil); err != nil {
 			kind = eventRemoveGone
 		}
+		g.removalsInFlight--
 		g.events.Send(gctx, deliveryEvent{cluster: cluster, kind: kind})
+	}
+	if !g.boundSignals || g.removalsInFlight < maxRemovalsInFlight {
+		g.removalsInFlight++
+		f := workflow.SignalExternalWorkflow(ctx, id, "", api.SignalRemove, req)
+		workflow.Go(ctx, func(gctx workflow.Context) { sent(gctx, f) })
+		return
+	}
+	workflow.Go(ctx, func(gctx workflow.Context) {
+		_ = workflow.Await(gctx, func() bool { return g.removalsInFlight < maxRemovalsInFlight })
+		g.removalsInFlight++
+		sent(gctx, workflow.SignalExternalWorkflow(gctx, id, "", api.SignalRemove, req))
 	})
 }
 

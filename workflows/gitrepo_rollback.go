@@ -175,8 +175,11 @@ func (g *gitRepoRun) planCommit(ctx workflow.Context, commit string) (api.Plan, 
 		GitRepo: g.name(), Repo: s.Repo, Commit: commit, ClientSecretName: s.ClientSecretName,
 		Paths: s.Paths, Targets: s.Targets, Namespace: g.key.PayloadNamespace(),
 		CABundle: s.CABundle, InsecureSkipTLSVerify: s.InsecureSkipTLSVerify, ChartAccess: api.ChartAccessOf(s), HelmOp: s.HelmOp,
-		SyncWindows: s.SyncWindows,
+		SyncWindows: s.SyncWindows, Pack: true,
 	}).Get(ctx, &plan)
+	if err == nil {
+		err = unpackPlan(&plan)
+	}
 	return plan, err
 }
 

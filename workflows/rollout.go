@@ -57,6 +57,9 @@ type delivery struct {
 	// Base identifies the desired state without its sync windows, when it has some: a change of windows
 	// alone reaches a cluster whose windows are closed.
 	Base string `json:"base,omitempty"`
+	// Current, in a carried state only, stands for a Hash that is the cluster's desired state at the
+	// carried plan: the next run computes it again (gitRepoRun.restoreHashes) rather than carry it.
+	Current bool `json:"current,omitempty"`
 }
 
 // rollout is the per-cluster state of a GitRepo and the rules that change it.
@@ -231,6 +234,44 @@ func (r *rollout) removeAll() []string {
 		}
 	}
 	return newly
+}
+
+// removeNext marks up to n of the clusters a workflow of this GitRepo runs on and that are not yet being
+// removed as removing, for a GitRepo being deleted a few hundred at a time, and returns them in name order.
+func (r *rollout) removeNext(n int) []string {
+	var newly []string
+	for _, name := range r.names() {
+		if len(newly) >= n {
+			break
+		}
+		if e := r.Clusters[name]; e.Running && !e.Removing {
+			e.Removing = true
+			newly = append(newly, name)
+		}
+	}
+	return newly
+}
+
+// leftToRemove are the clusters a GitRepo being deleted still has to remove itself from: those being
+// removed, and those a workflow of it runs on that are not told yet, in name order.
+func (r *rollout) leftToRemove() []string {
+	var out []string
+	for _, name := range r.names() {
+		if e := r.Clusters[name]; e.Removing || e.Running {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// anyLeftToRemove says whether leftToRemove has any, without sorting every name to say it.
+func (r *rollout) anyLeftToRemove() bool {
+	for _, e := range r.Clusters {
+		if e.Removing || e.Running {
+			return true
+		}
+	}
+	return false
 }
 
 // removing are the clusters not yet confirmed removed, in name order.

@@ -21,6 +21,13 @@ const (
 	// scp-style passwords). A run started before, with such a URL, replays as it ran and meets the check
 	// when it continues as new, where it stops with InvalidGitRepo naming the part to remove.
 	strictRepoURL = "strict-repo-url"
+	// gitRepoBoundSignals: a run keeps at most maxRemovalsInFlight remove signals and maxRolloutWindow
+	// hand-overs waiting for the server, under Temporal's 2,000 pending signals with half as margin;
+	// before, deleting a GitRepo from more than 2,000 clusters failed its every workflow task. With it, a
+	// run that should continue as new hands nothing more over until its hand-overs land, a deletion sends
+	// its removals 500 at a time and continues as new too, and the carry leaves out the delivery hashes the
+	// next run computes again.
+	gitRepoBoundSignals = "gitrepo-bound-signals"
 )
 
 // Inventory workflow gates.
