@@ -225,16 +225,7 @@ func (r *rollout) removalView(cluster string) api.ClusterStatus {
 
 // removeAll marks every cluster a workflow of this GitRepo runs on as removing, for a GitRepo being
 // deleted, and returns those not already being removed, in name order.
-func (r *rollout) removeAll() []string {
-	var newly []string
-	for _, name := range r.names() {
-		if e := r.Clusters[name]; e.Running && !e.Removing {
-			e.Removing = true
-			newly = append(newly, name)
-		}
-	}
-	return newly
-}
+func (r *rollout) removeAll() []string { return r.removeNext(len(r.Clusters)) }
 
 // removeNext marks up to n of the clusters a workflow of this GitRepo runs on and that are not yet being
 // removed as removing, for a GitRepo being deleted a few hundred at a time, and returns them in name order.
