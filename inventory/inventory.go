@@ -12,6 +12,7 @@ import (
 	"math"
 	"net"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -360,8 +361,12 @@ func (inv *Inventory) RemoveGroup(ns, name string) bool {
 
 // upsert replaces the entry of e's key unless it is encoded alike, or adds e in key order.
 func upsert[T any](inv *Inventory, entries *[]T, e T, key func(T) string) bool {
+	// One pass finds the entry, or where a new one goes in key order: sorting the whole list on every
+	// insert made registering 10,000 clusters take 20 s of the inventory workflow's time.
+	k, at, sorted, prev := key(e), len(*entries), true, ""
 	for i, old := range *entries {
-		if key(old) == key(e) {
+		ok := key(old)
+		if ok == k {
 			if sameEntry(old, e) {
 				return false
 			}
@@ -369,9 +374,18 @@ func upsert[T any](inv *Inventory, entries *[]T, e T, key func(T) string) bool {
 			inv.Generation++
 			return true
 		}
+		sorted = sorted && (i == 0 || prev <= ok)
+		if ok > k && at == len(*entries) {
+			at = i
+		}
+		prev = ok
 	}
-	*entries = append(*entries, e)
-	sort.Slice(*entries, func(i, j int) bool { return key((*entries)[i]) < key((*entries)[j]) })
+	if sorted {
+		*entries = slices.Insert(*entries, at, e)
+	} else {
+		*entries = append(*entries, e)
+		sort.Slice(*entries, func(i, j int) bool { return key((*entries)[i]) < key((*entries)[j]) })
+	}
 	inv.Generation++
 	return true
 }

@@ -1,7 +1,10 @@
 package inventory
 
 import (
+	"fmt"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -275,4 +278,35 @@ func TestAnAgentSettingChangedIsAVisibleChange(t *testing.T) {
 	require.True(t, inv.UpsertCluster(debug))
 	require.Equal(t, gen+1, inv.Generation)
 	require.NotEqual(t, Digest(plain, nil), Digest(inv.Clusters[0], nil))
+}
+
+// Entries stay in name order (then workspace) whatever order they are registered in, and an inventory
+// carried out of order (written by hand, or by an older release) is put in order by its next insert.
+func TestClustersStayInNameOrderWhateverTheOrderTheyAreAddedIn(t *testing.T) {
+	names := func(inv Inventory) []string {
+		var out []string
+		for _, c := range inv.Clusters {
+			out = append(out, c.Metadata.Name+"/"+fleet.Workspace(c.Metadata.Namespace))
+		}
+		return out
+	}
+	inWorkspace := func(ns, name string) fleet.Cluster {
+		return fleet.Cluster{Metadata: fleet.ObjectMeta{Namespace: ns, Name: name}, Spec: fleet.ClusterSpec{KubeConfigPath: "/kube/" + name}}
+	}
+	var inv Inventory
+	rng := rand.New(rand.NewPCG(1, 2))
+	var want []string
+	for i := 0; i < 300; i++ {
+		ns := []string{"", "team-a"}[i%2]
+		name := fmt.Sprintf("edge-%03d", rng.IntN(200))
+		if inv.UpsertCluster(inWorkspace(ns, name)) {
+			want = append(want, name+"/"+fleet.Workspace(ns))
+		}
+	}
+	slices.Sort(want)
+	require.Equal(t, want, names(inv))
+
+	legacy := Inventory{Clusters: []fleet.Cluster{inWorkspace("", "c"), inWorkspace("", "a")}}
+	require.True(t, legacy.UpsertCluster(inWorkspace("", "b")))
+	require.Equal(t, []string{"a/fleet-default", "b/fleet-default", "c/fleet-default"}, names(legacy))
 }
