@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/flotilla-gitops/flotilla/api"
+	"github.com/flotilla-gitops/flotilla/internal/inventoryquery"
 	"github.com/flotilla-gitops/flotilla/inventory"
 )
 
@@ -28,19 +29,12 @@ type TemporalInventory struct {
 // Read implements InventoryReader. No inventory workflow yet means no clusters were ever registered;
 // any other failure is an error, never an empty inventory.
 func (t TemporalInventory) Read(ctx context.Context) (inventory.Inventory, error) {
-	v, err := t.Client.QueryWorkflow(ctx, api.InventoryWorkflowID(t.TaskQueue), "", api.QueryInventory)
-	if err != nil {
-		var nf *serviceerror.NotFound
-		if errors.As(err, &nf) {
-			return inventory.Inventory{}, nil
-		}
-		return inventory.Inventory{}, err
+	inv, err := inventoryquery.Read(ctx, t.Client, t.TaskQueue)
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return inventory.Inventory{}, nil
 	}
-	var inv inventory.Inventory
-	if err := v.Get(&inv); err != nil {
-		return inventory.Inventory{}, err
-	}
-	return inv, nil
+	return inv, err
 }
 
 // inventoryCache spares the inventory workflow a query per check: a cluster workflow's target carries the

@@ -31,7 +31,7 @@ var payloads = []any{
 	Deployment{}, DeployedBundle{}, RolloutPlan{}, PartitionPlan{}, RolloutStatus{}, PartitionStatus{}, RolloutMark{}, RolloutEvent{},
 	RolloutActionInput{}, RolloutActionResult{}, RollbackInput{}, RollbackResult{}, Pin{},
 	DiffInput{}, DiffTargets{}, DiffTarget{}, DiffWorkflowInput{}, DiffResult{}, DiffClusterInput{}, ClusterDiff{}, BundleDiff{},
-	ObjectDiff{}, FieldDiff{}, DiffTargetInput{}, StatusPageInput{},
+	ObjectDiff{}, FieldDiff{}, DiffTargetInput{}, StatusPageInput{}, PackedInventory{},
 }
 
 // Recorded histories hold these payloads and scripts parse `flotilla status -o json`: a renamed JSON key,

@@ -1,11 +1,8 @@
 package api
 
 import (
-	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"fmt"
-	"io"
 )
 
 // A plan lists every targeted cluster with its inventory digest (a sha256 no compression shortens): about
@@ -29,18 +26,11 @@ func (p *Plan) Pack() error {
 	if len(raw) <= PackClustersAbove {
 		return nil
 	}
-	var buf bytes.Buffer
-	w, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	z, err := gzipBytes(raw)
 	if err != nil {
 		return err
 	}
-	if _, err := w.Write(raw); err != nil {
-		return err
-	}
-	if err := w.Close(); err != nil {
-		return err
-	}
-	p.Clusters, p.ClustersZ = nil, buf.Bytes()
+	p.Clusters, p.ClustersZ = nil, z
 	return nil
 }
 
@@ -49,19 +39,8 @@ func (p *Plan) Unpack() error {
 	if len(p.ClustersZ) == 0 {
 		return nil
 	}
-	r, err := gzip.NewReader(bytes.NewReader(p.ClustersZ))
-	if err != nil {
-		return fmt.Errorf("plan: packed clusters: %w", err)
-	}
-	raw, err := io.ReadAll(io.LimitReader(r, MaxUnpackedClusters+1))
-	if err != nil {
-		return fmt.Errorf("plan: packed clusters: %w", err)
-	}
-	if len(raw) > MaxUnpackedClusters {
-		return fmt.Errorf("plan: packed clusters: larger than %d MiB once decompressed", MaxUnpackedClusters>>20)
-	}
 	var clusters []PlannedCluster
-	if err := json.Unmarshal(raw, &clusters); err != nil {
+	if err := gunzipJSON(p.ClustersZ, MaxUnpackedClusters, &clusters); err != nil {
 		return fmt.Errorf("plan: packed clusters: %w", err)
 	}
 	p.Clusters, p.ClustersZ = clusters, nil

@@ -101,7 +101,9 @@ type ClusterReport struct {
 	Removing bool `json:"removing,omitempty"`
 }
 
-// InventoryInput starts (or continues) the inventory workflow.
+// InventoryInput starts (or continues) the inventory workflow, with the inventory plain or, past
+// PackInventoryAbove, packed (InventoryZ: PackedInventory's Z).
 type InventoryInput struct {
-	Inventory *inventory.Inventory `json:"inventory,omitempty"`
+	Inventory  *inventory.Inventory `json:"inventory,omitempty"`
+	InventoryZ []byte               `json:"inventoryZ,omitempty"`
 }

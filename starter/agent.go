@@ -18,6 +18,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/fleet"
 	"github.com/flotilla-gitops/flotilla/internal/agentkey"
 	"github.com/flotilla-gitops/flotilla/internal/agentmanifest"
+	"github.com/flotilla-gitops/flotilla/internal/inventoryquery"
 	"github.com/flotilla-gitops/flotilla/internal/parallel"
 	"github.com/flotilla-gitops/flotilla/internal/version"
 	"github.com/flotilla-gitops/flotilla/inventory"
@@ -170,12 +171,11 @@ func (g *globals) withInventory(fn func(ctx context.Context, cl client.Client, i
 }
 
 func (g *globals) readInventory(ctx context.Context, c client.Client) (inventory.Inventory, error) {
-	var inv inventory.Inventory
-	v, err := c.QueryWorkflow(ctx, api.InventoryWorkflowID(g.taskQueue), "", api.QueryInventory)
+	inv, err := inventoryquery.Read(ctx, c, g.taskQueue)
 	if err != nil {
 		return inv, fmt.Errorf("reading the inventory: %w", err)
 	}
-	return inv, v.Get(&inv)
+	return inv, nil
 }
 
 // agentFlags are `cluster add`'s agent settings.

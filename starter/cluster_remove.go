@@ -115,12 +115,8 @@ func newClusterRemoveCmd(g *globals) *cobra.Command {
 func (g *globals) leaving(c client.Client, name string) (inventory.Leaving, bool, error) {
 	ctx, cancel := g.ctx()
 	defer cancel()
-	v, err := c.QueryWorkflow(ctx, api.InventoryWorkflowID(g.taskQueue), "", api.QueryInventory)
+	inv, err := g.readInventory(ctx, c)
 	if err != nil {
-		return inventory.Leaving{}, false, fmt.Errorf("reading the inventory: %w", err)
-	}
-	var inv inventory.Inventory
-	if err := v.Get(&inv); err != nil {
 		return inventory.Leaving{}, false, err
 	}
 	l, ok := inv.LeavingCluster(g.workspace(), name)

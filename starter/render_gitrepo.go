@@ -151,12 +151,8 @@ func readGitRepo(g *globals, c client.Client, key api.GitRepoKey) (fleet.GitRepo
 		}
 		return gr, "", inv, fmt.Errorf("gitrepo %q: %s", key, msg)
 	}
-	v, err = c.QueryWorkflow(ctx, api.InventoryWorkflowID(g.taskQueue), "", api.QueryInventory)
-	if err != nil {
-		return gr, "", inv, fmt.Errorf("reading the inventory: %w", err)
-	}
-	if err := v.Get(&inv); err != nil {
-		return gr, "", inv, fmt.Errorf("reading the inventory: %w", err)
+	if inv, err = g.readInventory(ctx, c); err != nil {
+		return gr, "", inv, err
 	}
 	return gr, st.Commit, inv, nil
 }

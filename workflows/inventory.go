@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -16,11 +17,20 @@ import (
 // GitRepo plans read it through a query, and its memo lists the clusters in the Web UI.
 func InventoryWorkflow(ctx workflow.Context, in api.InventoryInput) error {
 	inv := inventory.Inventory{}
-	if in.Inventory != nil {
-		inv = *in.Inventory
+	carried, err := in.Unpack()
+	if err != nil {
+		return fmt.Errorf("inventory input: %w", err)
+	}
+	if carried != nil {
+		inv = *carried
 	}
 	if err := workflow.SetQueryHandler(ctx, api.QueryInventory, func() (inventory.Inventory, error) {
 		return inv, nil
+	}); err != nil {
+		return err
+	}
+	if err := workflow.SetQueryHandler(ctx, api.QueryInventoryPacked, func() (api.PackedInventory, error) {
+		return packInventory(inv)
 	}); err != nil {
 		return err
 	}
@@ -118,7 +128,11 @@ func InventoryWorkflow(ctx workflow.Context, in api.InventoryInput) error {
 			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 				return err
 			}
-			return workflow.NewContinueAsNewError(ctx, InventoryWorkflow, api.InventoryInput{Inventory: &inv})
+			next, err := inventoryInput(inv)
+			if err != nil {
+				return err
+			}
+			return workflow.NewContinueAsNewError(ctx, InventoryWorkflow, next)
 		}
 	}
 }
@@ -197,3 +211,24 @@ func notifyGitRepos(ctx workflow.Context, generation int64) {
 		workflow.GetLogger(ctx).Warn("could not notify GitRepos of an inventory change", "generation", generation, "error", err)
 	}
 }
+
+// inventoryInput is the input the inventory workflow continues as new with: packed past
+// api.PackInventoryAbove, which 10,000 clusters are ten times over.
+//
+//workflowcheck:ignore
+func inventoryInput(inv inventory.Inventory) (api.InventoryInput, error) {
+	raw, err := json.Marshal(inv)
+	if err != nil {
+		return api.InventoryInput{}, err
+	}
+	if len(raw) <= api.PackInventoryAbove {
+		return api.InventoryInput{Inventory: &inv}, nil
+	}
+	p, err := api.PackInventory(inv)
+	return api.InventoryInput{InventoryZ: p.Z}, err
+}
+
+// packInventory answers QueryInventoryPacked.
+//
+//workflowcheck:ignore
+func packInventory(inv inventory.Inventory) (api.PackedInventory, error) { return api.PackInventory(inv) }
