@@ -99,21 +99,58 @@ const maxUnpackedCarry = 64 << 20
 const carryMessageLimit = 200
 
 // packCarry compresses the carried state, trimming it if it would not fit; it reports whether it trimmed.
+// A large state is first compressed fast, to learn whether it can fit: at 10,000 clusters whose every bundle
+// failed with a message of its own it is 74 MB of JSON, and compressing that at gzip's best, up to three
+// times over, made a continue-as-new outlast its workflow task. Only a state that fits, or that best
+// compression might bring within the bound, is compressed at its best.
 //
 //workflowcheck:ignore
 func packCarry(c GitRepoCarry) ([]byte, bool) {
-	z := gzipJSON(c)
-	if len(z) <= maxCarryBytes || c.Rollout == nil {
-		return z, false
-	}
 	full := c.Rollout
-	for _, level := range []trimLevel{clipMessages, dropBundleMessages, dropBundles} {
-		c.Rollout = trimStatuses(full, level)
-		if z = gzipJSON(c); len(z) <= maxCarryBytes {
-			break
+	levels := []trimLevel{keepAll, clipMessages, dropBundleMessages, dropBundles}
+	if full == nil {
+		levels = levels[:1]
+	}
+	var z []byte
+	for i, level := range levels {
+		last := i == len(levels)-1
+		if level != keepAll {
+			c.Rollout = trimStatuses(full, level)
+		}
+		raw := encodeJSON(c)
+		if len(raw) > packFastAbove {
+			// Best compression shrinks such a state by less than half against fast: past twice the bound, it
+			// cannot fit at this level.
+			if z = gzipBytes(raw, gzip.BestSpeed); len(z) > 2*maxCarryBytes && !last {
+				continue
+			}
+		}
+		z = gzipBytes(raw, gzip.BestCompression)
+		if len(z) <= maxCarryBytes || last {
+			return z, level != keepAll
 		}
 	}
-	return z, true
+	return z, false
+}
+
+// packFastAbove is the size of JSON past which packCarry first compresses fast (a few MB take gzip's best
+// compression a few hundred milliseconds).
+const packFastAbove = 4 << 20
+
+//workflowcheck:ignore
+func encodeJSON(v any) []byte {
+	var buf bytes.Buffer
+	_ = json.NewEncoder(&buf).Encode(v)
+	return buf.Bytes()
+}
+
+//workflowcheck:ignore
+func gzipBytes(raw []byte, level int) []byte {
+	var buf bytes.Buffer
+	w, _ := gzip.NewWriterLevel(&buf, level)
+	_, _ = w.Write(raw)
+	_ = w.Close()
+	return buf.Bytes()
 }
 
 // unpackCarry reverses packCarry.
@@ -138,20 +175,12 @@ func unpackCarry(z []byte) (GitRepoCarry, error) {
 	return c, nil
 }
 
-//workflowcheck:ignore
-func gzipJSON(v any) []byte {
-	var buf bytes.Buffer
-	w, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-	_ = json.NewEncoder(w).Encode(v)
-	_ = w.Close()
-	return buf.Bytes()
-}
-
 // trimLevel is how much of the clusters' statuses a carry too large leaves out.
 type trimLevel int
 
 const (
-	clipMessages       trimLevel = iota // every message shortened to carryMessageLimit
+	keepAll            trimLevel = iota // nothing trimmed
+	clipMessages                        // every message shortened to carryMessageLimit
 	dropBundleMessages                  // and the bundles' own messages left out (their states and counts stay)
 	dropBundles                         // and the bundles left out: each cluster keeps its own summary
 )
