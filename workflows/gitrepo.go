@@ -33,6 +33,10 @@ type gitRepoRun struct {
 	removalsInFlight int
 	// draining says the run wants to continue as new and hands nothing more over meanwhile.
 	draining bool
+	// workBudget says this run continues as new once its passes have looked at maxClusterPassesPerRun
+	// clusters in all (gitRepoWorkBudget); clusterPasses counts them.
+	workBudget    bool
+	clusterPasses int
 	// The loop's wake-up timer, kept across passes while its time does not change.
 	timer       workflow.Future
 	timerAt     time.Time
@@ -128,6 +132,7 @@ func GitRepoWorkflow(ctx workflow.Context, in api.GitRepoInput) error {
 		return err
 	}
 	g.boundSignals = workflow.GetVersion(ctx, gitRepoBoundSignals, workflow.DefaultVersion, 1) == 1
+	g.workBudget = workflow.GetVersion(ctx, gitRepoWorkBudget, workflow.DefaultVersion, 1) == 1
 	// One upsert, as before FlotillaNamespace existed: replay matches an upsert by its kind alone.
 	_ = workflow.UpsertTypedSearchAttributes(ctx, searchGitRepo.ValueSet(g.spec.Metadata.Name), searchRepo.ValueSet(g.spec.Spec.Repo),
 		searchNamespace.ValueSet(key.Namespace))
@@ -209,6 +214,7 @@ func (g *gitRepoRun) loop(ctx workflow.Context) error {
 		}
 		g.deliver(ctx)
 		g.publish(ctx, loop2)
+		g.clusterPasses += len(g.r.Clusters)
 
 		wake := g.nextPoll
 		if g.spec.Spec.DisablePolling || wake.IsZero() {
@@ -248,9 +254,7 @@ func (g *gitRepoRun) loop(ctx workflow.Context) error {
 		if g.carry.Deleting {
 			continue
 		}
-		info := workflow.GetInfo(ctx)
-		wantCAN := info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > MaxHistoryEvents ||
-			g.startsThisRun >= MaxChildStartsPerRun
+		wantCAN := g.runLongEnough(ctx) || g.startsThisRun >= MaxChildStartsPerRun
 		// Hand nothing more over once this run should end: a rollout that keeps its window full would
 		// otherwise never let the hand-overs drain, and the run would grow past every bound it set itself.
 		g.draining = wantCAN && g.boundSignals
@@ -284,11 +288,22 @@ func (g *gitRepoRun) cancelTimer() {
 	g.timer, g.timerCancel = nil, nil
 }
 
+// runLongEnough says the run should hand over to a new one: the server suggests it, its history is long,
+// or (gitRepoWorkBudget) replaying its passes would take long.
+func (g *gitRepoRun) runLongEnough(ctx workflow.Context) bool {
+	info := workflow.GetInfo(ctx)
+	return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > MaxHistoryEvents ||
+		g.workBudget && g.clusterPasses > maxClusterPassesPerRun
+}
+
 func (g *gitRepoRun) continueAsNew(ctx workflow.Context) error {
 	in, trimmed := g.nextRunInput()
 	if trimmed {
 		workflow.GetLogger(ctx).Warn("carried cluster statuses trimmed to fit the payload limit; they fill in again as clusters report",
 			"gitRepo", g.key.String(), "clusters", len(g.r.Clusters))
+	}
+	if g.workBudget {
+		ctx = workflow.WithWorkflowTaskTimeout(ctx, gitRepoTaskTimeout)
 	}
 	return workflow.NewContinueAsNewError(ctx, GitRepoWorkflow, in)
 }

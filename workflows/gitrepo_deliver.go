@@ -124,8 +124,8 @@ func (g *gitRepoRun) deleteEverywhere(ctx workflow.Context, reportCh workflow.Re
 			// A few hundred at a time, and a new run when the history grows long: removing a GitRepo from
 			// 10,000 clusters is 30,000 events of signals and reports, past what one run should hold. The
 			// clusters not told yet are those still running and not removing, which the next run tells.
-			info := workflow.GetInfo(ctx)
-			if info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > MaxHistoryEvents {
+			g.clusterPasses += len(g.r.Clusters)
+			if g.runLongEnough(ctx) {
 				if g.pending == 0 && workflow.AllHandlersFinished(ctx) {
 					return g.continueAsNew(ctx)
 				}

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -267,4 +268,51 @@ func TestAnInventoryChangeAGitRepoHasReadIsNotPolledAgain(t *testing.T) {
 	env.ExecuteWorkflow(GitRepoWorkflow, in)
 
 	require.Equal(t, []int{1, 1, 2, 3}, after, "generation 3 already read: no poll; 4: a poll; a plain sync: a poll")
+}
+
+// Replaying a run repeats every pass it made, each costing in proportion to the clusters: a GitRepo run
+// hands over to a new one once its passes have looked at maxClusterPassesPerRun clusters in all, and the
+// new run gets a workflow task timeout with room for a replay on a loaded machine. A budget larger by
+// 100 passes' worth lets the same run take about 100 more reports, one pass each.
+func TestAGitRepoRunOfManyClustersEndsBeforeItsReplayGrowsLong(t *testing.T) {
+	budget := maxClusterPassesPerRun
+	t.Cleanup(func() { maxClusterPassesPerRun = budget })
+	// Under MaxChildStartsPerRun and MaxHistoryEvents, so that only the budget ends the run.
+	const clusters = 480
+	maxClusterPassesPerRun = 1000 * clusters
+	first := reportsUntilContinueAsNew(t, clusters)
+	maxClusterPassesPerRun = 1100 * clusters
+	second := reportsUntilContinueAsNew(t, clusters)
+	require.Greater(t, first, 0)
+	require.InDelta(t, 100, second-first, 10, "reports taken: %d, then %d with 100 passes more", first, second)
+}
+
+// reportsUntilContinueAsNew runs a GitRepo of n clusters that reports one cluster a second, each report its
+// own pass, until the run continues as new, and returns how many reports it took.
+func reportsUntilContinueAsNew(t *testing.T, n int) int {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("edge-%03d", i)
+	}
+	env := newEnv()
+	fleetOf(env, func() []string { return names })
+	fakeChildren(env)
+	// Each callback registers the next: registering thousands up front is quadratic in the test environment.
+	sent := 0
+	var next func()
+	next = func() {
+		if env.IsWorkflowCompleted() || sent > 5000 {
+			return
+		}
+		sent++
+		report(env, ready(names[sent%n], 1))
+		env.RegisterDelayedCallback(next, time.Second)
+	}
+	env.RegisterDelayedCallback(next, time.Second)
+	env.ExecuteWorkflow(GitRepoWorkflow, shopInput(n))
+
+	var can *workflow.ContinueAsNewError
+	require.ErrorAs(t, env.GetWorkflowError(), &can)
+	require.Equal(t, gitRepoTaskTimeout, can.WorkflowTaskTimeout)
+	return sent
 }
