@@ -15,7 +15,7 @@ TEST_TIMEOUT ?= 40m
 TEST_PARALLEL ?= 6
 export CGO_ENABLED ?= 0
 
-.PHONY: all tools build up down test unit e2e vet lint clean bench bench-quick bench-compare
+.PHONY: all tools build up down test unit e2e vet lint clean bench bench-quick bench-scale bench-compare
 
 all: build
 
@@ -76,6 +76,13 @@ test: tools build vet lint
 BENCH_OUT ?= $(CURDIR)/bench/out/results.json
 bench: tools build
 	bin/flotilla-bench --out "$(BENCH_OUT)"
+
+## bench-scale: fanout-10000, one GitRepo deployed to 10,000 simulated clusters, left idle for three check
+## intervals, then rolled out again (about an hour on 2 cores; BENCH_SCALE_CLUSTERS sets a smaller size);
+## prints a table and writes JSON to $$BENCH_SCALE_OUT. Not part of `make test` or `make bench`.
+BENCH_SCALE_OUT ?= $(CURDIR)/bench/out/scale.json
+bench-scale: tools build
+	bin/flotilla-bench --scale --out "$(BENCH_SCALE_OUT)"
 
 ## bench-quick: every experiment at a small scale, in a few minutes; part of `make test` so the harness keeps working.
 BENCH_QUICK_OUT ?= $(CURDIR)/bench/out/quick.json

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 )
@@ -66,18 +67,10 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	if cfg.APIServers < 3 {
 		return rep, fmt.Errorf("at least 3 API servers are needed (the fleet-shape experiments use three)")
 	}
-	selected := map[string]bool{}
-	for _, x := range cfg.Experiments {
-		known := false
-		for _, k := range Experiments {
-			known = known || k == x
-		}
-		if !known {
-			return rep, fmt.Errorf("unknown experiment %q (known: %s)", x, strings.Join(Experiments, ", "))
-		}
-		selected[x] = true
+	order, err := selectExperiments(cfg.Experiments, cfg.Quick)
+	if err != nil {
+		return rep, err
 	}
-	var err error
 	if cfg.WorkDir, err = filepath.Abs(cfg.WorkDir); err != nil {
 		return rep, err
 	}
@@ -91,10 +84,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		return rep, err
 	}
 	defer e.stop()
-	for _, name := range Experiments {
-		if len(selected) > 0 && !selected[name] {
-			continue
-		}
+	for _, name := range order {
 		logf("experiment %s", name)
 		start := time.Now()
 		results, err := e.experiment(ctx, name)
@@ -115,6 +105,35 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		logf("experiment %s done in %s", name, time.Since(start).Round(time.Second))
 	}
 	return rep, nil
+}
+
+// selectExperiments returns the experiments a run performs, in the order it performs them: those named,
+// or every experiment but the scale ones, which take an hour (a quick run takes them too, at a small size,
+// so that their harness keeps working).
+func selectExperiments(names []string, quick bool) ([]string, error) {
+	all := slices.Concat(Experiments, ScaleExperiments)
+	selected := map[string]bool{}
+	for _, x := range names {
+		if !slices.Contains(all, x) {
+			return nil, fmt.Errorf("unknown experiment %q (known: %s)", x, strings.Join(all, ", "))
+		}
+		selected[x] = true
+	}
+	if len(selected) == 0 {
+		for _, x := range Experiments {
+			selected[x] = true
+		}
+		for _, x := range ScaleExperiments {
+			selected[x] = quick
+		}
+	}
+	var order []string
+	for _, x := range all {
+		if selected[x] {
+			order = append(order, x)
+		}
+	}
+	return order, nil
 }
 
 // abba is the order of an experiment's rollouts on two sides: a, b, b, a, so that on a shared machine
@@ -192,6 +211,8 @@ func (e *env) experiment(ctx context.Context, name string) ([]Result, error) {
 		return e.remoteChart(ctx, name, e.scale(100, 5))
 	case "agents-50x3":
 		return e.agentsExperiment(ctx, name, e.scale(3, 2), e.scale(50, 5), e.scale(10, 2))
+	case experimentFanout10000:
+		return one(e.fanoutScale(ctx, name))
 	case "idle-check":
 		var out []Result
 		shapes := []struct {
@@ -236,6 +257,13 @@ func judge(r *Result) {
 		set(fmt.Sprintf("2 workers / 1 ≤ %.2f", targetTwoWorkersRatio), *r.Ratio <= targetTwoWorkersRatio)
 	case r.Experiment == "fanout-1000" && r.Clusters == 1000:
 		set(fmt.Sprintf("≤ %.0f s", targetFanout1000), r.FlotillaSeconds <= targetFanout1000)
+	case r.Experiment == experimentFanout10000 && r.Clusters >= 10000 && r.LargestPayloadBytes != nil:
+		// The goals: a worker's memory per cluster, a status that answers at once, and at least twice
+		// the margin on every Temporal limit.
+		met := *r.WorkerRSSMBPerCluster <= targetWorkerMBPerCluster && *r.StatusSeconds < targetStatusSeconds &&
+			*r.LargestPayloadBytes <= temporalPayloadLimitBytes/2 && *r.LargestHistoryEvents <= temporalHistoryEventLimit/2 &&
+			*r.LargestHistoryBytes <= temporalHistoryBytesLimit/2
+		set(fmt.Sprintf("≤ %.0f MB/cluster; status < %.0f s; half of every Temporal limit", targetWorkerMBPerCluster, targetStatusSeconds), met)
 	case r.Experiment == "recovery" && r.DuplicatedRevisions != nil:
 		set("0 duplicated revisions", *r.DuplicatedRevisions == 0)
 	case r.Experiment == "remote-chart-100" && r.Clusters == 100 && r.ChartSource == chartSourceHelmRepo && r.Ratio != nil &&

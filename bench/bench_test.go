@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -287,4 +288,28 @@ func TestTwoWorkersRowShowsEachWorkersShare(t *testing.T) {
 		WorkerActivities: []int64{300, 280}, WorkerWorkflowTasks: []int64{150, 140}})
 	require.Contains(t, d, "2 workers on one task queue, 1 worker 40.00s; activities per worker 300/280, workflow tasks 150/140")
 	require.NotContains(t, details(Result{Experiment: "deploy-50x50"}), "workers")
+}
+
+func TestAFullRunLeavesTheScaleExperimentsOutAndAQuickRunKeepsTheirHarnessWorking(t *testing.T) {
+	full, err := selectExperiments(nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(full, Experiments) {
+		t.Errorf("make bench runs %v, want %v", full, Experiments)
+	}
+	quick, err := selectExperiments(nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(quick, slices.Concat(Experiments, ScaleExperiments)) {
+		t.Errorf("make bench-quick runs %v, want every experiment and the scale ones", quick)
+	}
+	scale, err := selectExperiments([]string{experimentFanout10000}, false)
+	if err != nil || !slices.Equal(scale, []string{experimentFanout10000}) {
+		t.Errorf("make bench-scale runs %v (%v), want fanout-10000 alone", scale, err)
+	}
+	if _, err := selectExperiments([]string{"fanout-100000"}, false); err == nil || !strings.Contains(err.Error(), `"fanout-100000"`) {
+		t.Errorf("an unknown experiment: %v", err)
+	}
 }

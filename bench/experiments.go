@@ -33,6 +33,7 @@ const (
 	targetIdleAPIRequests      = 5.0
 	targetWorkerMBPerCluster   = 1.0
 	targetRemoteChartRatio     = 1.05
+	targetStatusSeconds        = 1.0
 	recoveryKillFraction       = 0.25
 	defaultDeployTimeout       = 10 * time.Minute
 	defaultGitRepoPollInterval = "15s"

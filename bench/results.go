@@ -107,6 +107,21 @@ type Result struct {
 	WorkerActivities    []int64 `json:"worker_activities,omitempty"`
 	WorkerWorkflowTasks []int64 `json:"worker_workflow_tasks,omitempty"`
 
+	// A fanout-10000 row (make bench-scale): RolloutSeconds is from the sync signal of a second commit to
+	// every cluster Ready at it, TemporalActionsPerClusterRollout the actions of that rollout per cluster;
+	// StatusSeconds is how long `flotilla status` took to answer once all were Ready, StatusBytes what it
+	// printed. LargestHistoryEvents and LargestHistoryBytes are the longest history of any workflow of the
+	// run (each run of a workflow counted alone); LargestPayloadBytes is the largest of the GitRepo's
+	// history events (a payload and its envelope), its status answer and its memo, LargestPayload which.
+	RolloutSeconds                   *float64 `json:"rollout_seconds,omitempty"`
+	TemporalActionsPerClusterRollout *float64 `json:"temporal_actions_per_cluster_rollout,omitempty"`
+	StatusSeconds                    *float64 `json:"status_seconds,omitempty"`
+	StatusBytes                      *int     `json:"status_bytes,omitempty"`
+	LargestHistoryEvents             *int64   `json:"largest_history_events,omitempty"`
+	LargestHistoryBytes              *int64   `json:"largest_history_bytes,omitempty"`
+	LargestPayloadBytes              *int64   `json:"largest_payload_bytes,omitempty"`
+	LargestPayload                   string   `json:"largest_payload,omitempty"`
+
 	Target    string `json:"target,omitempty"`
 	TargetMet *bool  `json:"target_met,omitempty"`
 	Quick     bool   `json:"quick,omitempty"`
@@ -232,6 +247,20 @@ func details(r Result) string {
 	if r.Workers > 1 {
 		parts = append(parts, fmt.Sprintf("%d workers on one task queue, 1 worker %s; activities per worker %s, workflow tasks %s",
 			r.Workers, fmtPtr(r.OneWorkerSeconds), joinCounts(r.WorkerActivities), joinCounts(r.WorkerWorkflowTasks)))
+	}
+	if r.RolloutSeconds != nil {
+		parts = append(parts, fmt.Sprintf("rollout %.2fs, %.2f actions/cluster", *r.RolloutSeconds, *r.TemporalActionsPerClusterRollout))
+	}
+	if r.StatusSeconds != nil {
+		parts = append(parts, fmt.Sprintf("flotilla status %.2fs (%d bytes)", *r.StatusSeconds, *r.StatusBytes))
+	}
+	if r.LargestHistoryEvents != nil {
+		parts = append(parts, fmt.Sprintf("longest history %d events / %.1f MB (limits %d / %d MB)", *r.LargestHistoryEvents,
+			float64(*r.LargestHistoryBytes)/(1<<20), temporalHistoryEventLimit, temporalHistoryBytesLimit>>20))
+	}
+	if r.LargestPayloadBytes != nil {
+		parts = append(parts, fmt.Sprintf("largest payload %.0f KB, %s (limit %d KB)", float64(*r.LargestPayloadBytes)/1024, r.LargestPayload,
+			temporalPayloadLimitBytes>>10))
 	}
 	if r.FloorSeconds != nil {
 		parts = append(parts, fmt.Sprintf("empty workflow shape done in %.2fs", *r.FloorSeconds))

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -26,8 +27,9 @@ func main() {
 
 func run() error {
 	exe, _ := os.Executable()
-	experiments := flag.String("experiments", "", "comma-separated experiments to run (default all): "+strings.Join(bench.Experiments, ", "))
+	experiments := flag.String("experiments", "", "comma-separated experiments to run (default all but the scale ones): "+strings.Join(slices.Concat(bench.Experiments, bench.ScaleExperiments), ", "))
 	quick := flag.Bool("quick", false, "every experiment at a small scale, in a few minutes")
+	scale := flag.Bool("scale", false, "the scale experiments ("+strings.Join(bench.ScaleExperiments, ", ")+"; env "+bench.ScaleClustersEnv+" sets their clusters), which a run leaves out unless named")
 	out := flag.String("out", envdefault.Or("BENCH_OUT", filepath.Join("bench", "out", "results.json")), "where the JSON results go (env BENCH_OUT)")
 	binDir := flag.String("bin", filepath.Dir(exe), "folder holding temporal, etcd, kube-apiserver and flotilla-worker")
 	apiservers := flag.Int("apiservers", 0, "real kube-apiservers to run (default 10, quick 3)")
@@ -55,6 +57,9 @@ func run() error {
 		if n = strings.TrimSpace(n); n != "" {
 			names = append(names, n)
 		}
+	}
+	if *scale {
+		names = append(names, bench.ScaleExperiments...)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
