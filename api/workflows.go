@@ -17,6 +17,11 @@ import (
 // does not say (RunOptions.RolloutWindow).
 const DefaultRolloutWindow = 200
 
+// GitRepoTaskTimeout is the workflow task timeout a GitRepo (or HelmOp) runs with when `flotilla apply`
+// starts it, and after every continue-as-new whoever started it (Temporal's default is 10 s): a task that
+// must replay a run of thousands of clusters, or pack their carried state, has room on a loaded machine.
+const GitRepoTaskTimeout = time.Minute
+
 // GitRepoInput is the input of GitRepoWorkflow: a Fleet GitRepo document as JSON, e.g.
 // {"metadata":{"name":"example"},"spec":{"repo":"https://…","branch":"main","paths":["apps"]}}.
 type GitRepoInput struct {

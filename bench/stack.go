@@ -375,7 +375,7 @@ func (r *run) stop() {
 // startGitRepo starts a GitRepo workflow as `flotilla apply` would.
 func (r *run) startGitRepo(ctx context.Context, in api.GitRepoInput) error {
 	_, err := r.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: api.GitRepoWorkflowID(in.Metadata.Name), TaskQueue: api.DefaultTaskQueue,
+		ID: api.GitRepoWorkflowID(in.Metadata.Name), TaskQueue: api.DefaultTaskQueue, WorkflowTaskTimeout: api.GitRepoTaskTimeout,
 	}, api.GitRepoWorkflowType, in)
 	return err
 }

@@ -215,8 +215,9 @@ func (g *globals) applyGitRepo(ctx context.Context, c client.Client, gr fleet.Gi
 	}
 	_, err := c.SignalWithStartWorkflow(ctx, key.WorkflowID(), api.SignalSpec, gr,
 		client.StartWorkflowOptions{
-			TaskQueue:     g.taskQueue,
-			StaticSummary: summary,
+			TaskQueue:           g.taskQueue,
+			StaticSummary:       summary,
+			WorkflowTaskTimeout: api.GitRepoTaskTimeout,
 		}, api.GitRepoWorkflowType, api.GitRepoInput{GitRepo: gr, Workspace: key.PayloadNamespace()})
 	if err != nil {
 		return "", err

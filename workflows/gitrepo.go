@@ -303,7 +303,7 @@ func (g *gitRepoRun) continueAsNew(ctx workflow.Context) error {
 			"gitRepo", g.key.String(), "clusters", len(g.r.Clusters))
 	}
 	if g.workBudget {
-		ctx = workflow.WithWorkflowTaskTimeout(ctx, gitRepoTaskTimeout)
+		ctx = workflow.WithWorkflowTaskTimeout(ctx, api.GitRepoTaskTimeout)
 	}
 	return workflow.NewContinueAsNewError(ctx, GitRepoWorkflow, in)
 }

@@ -313,6 +313,6 @@ func reportsUntilContinueAsNew(t *testing.T, n int) int {
 
 	var can *workflow.ContinueAsNewError
 	require.ErrorAs(t, env.GetWorkflowError(), &can)
-	require.Equal(t, gitRepoTaskTimeout, can.WorkflowTaskTimeout)
+	require.Equal(t, api.GitRepoTaskTimeout, can.WorkflowTaskTimeout)
 	return sent
 }

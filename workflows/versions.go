@@ -30,7 +30,7 @@ const (
 	gitRepoBoundSignals = "gitrepo-bound-signals"
 	// gitRepoWorkBudget: a run continues as new once its passes have looked at maxClusterPassesPerRun
 	// clusters in all, so that replaying it (after a worker restart or a lost cache) stays seconds long
-	// at any fleet size; and the next run gets a workflow task timeout of gitRepoTaskTimeout. Before, a
+	// at any fleet size; and the next run gets a workflow task timeout of api.GitRepoTaskTimeout. Before, a
 	// run of 2,000 clusters took 9 s to replay on an idle machine, and once a task timed out under load
 	// every retry replayed the whole run and timed out again.
 	gitRepoWorkBudget = "gitrepo-work-budget"
