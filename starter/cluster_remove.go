@@ -70,8 +70,13 @@ func newClusterRemoveCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if !leaving {
-				// Forgotten by another remove meanwhile.
-				fmt.Fprintf(cmd.OutOrStdout(), "cluster/%s removed\n", g.displayName(name))
+				// Forgotten already: by this leave when it keeps the workloads and no GitRepo had to let go
+				// (that takes the inventory a moment, and can beat this read), or by another remove meanwhile.
+				suffix := ""
+				if keep && res.Changed {
+					suffix = " (its releases and objects stay)"
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "cluster/%s removed%s\n", g.displayName(name), suffix)
 				return nil
 			}
 			if noWait {
