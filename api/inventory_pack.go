@@ -52,6 +52,19 @@ func (p PackedInventory) Unpack() (inventory.Inventory, error) {
 	return inv, nil
 }
 
+// NewInventoryInput carries inv plain, or packed when its JSON is larger than packAbove bytes.
+func NewInventoryInput(inv inventory.Inventory, packAbove int) (InventoryInput, error) {
+	raw, err := json.Marshal(inv)
+	if err != nil {
+		return InventoryInput{}, fmt.Errorf("inventory: %w", err)
+	}
+	if len(raw) <= packAbove {
+		return InventoryInput{Inventory: &inv}, nil
+	}
+	z, err := gzipBytes(raw)
+	return InventoryInput{InventoryZ: z}, err
+}
+
 // Unpack returns the inventory the input carries, plain or packed; nil when it carries none.
 func (in InventoryInput) Unpack() (*inventory.Inventory, error) {
 	if len(in.InventoryZ) == 0 {

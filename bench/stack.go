@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -222,7 +221,9 @@ func (e *env) startRun(ctx context.Context, name string, clusters []benchCluster
 		}
 		inv.UpsertCluster(fleet.Cluster{Metadata: fleet.ObjectMeta{Name: bc.Name, Labels: labels}, Spec: spec})
 	}
-	in, err := inventoryInput(inv)
+	// Plain, as a base build in a comparison reads it, unless it is over half of Temporal's payload limit
+	// (fanout-10000): then packed, as the inventory continues as new.
+	in, err := api.NewInventoryInput(inv, temporalPayloadLimitBytes/2)
 	if err != nil {
 		r.stop()
 		return nil, err
@@ -241,20 +242,6 @@ func (e *env) startRun(ctx context.Context, name string, clusters []benchCluster
 		return nil, err
 	}
 	return r, nil
-}
-
-// inventoryInput starts the inventory plain, as a base build in a comparison reads it, unless it is over
-// half of Temporal's payload limit (fanout-10000): then packed, as the inventory continues as new.
-func inventoryInput(inv inventory.Inventory) (api.InventoryInput, error) {
-	raw, err := json.Marshal(inv)
-	if err != nil {
-		return api.InventoryInput{}, err
-	}
-	if len(raw) <= temporalPayloadLimitBytes/2 {
-		return api.InventoryInput{Inventory: &inv}, nil
-	}
-	packed, err := api.PackInventory(inv)
-	return api.InventoryInput{InventoryZ: packed.Z}, err
 }
 
 // startWorker starts the run's workers on its Temporal and task queue and waits until each one polls

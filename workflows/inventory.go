@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -217,15 +216,7 @@ func notifyGitRepos(ctx workflow.Context, generation int64) {
 //
 //workflowcheck:ignore
 func inventoryInput(inv inventory.Inventory) (api.InventoryInput, error) {
-	raw, err := json.Marshal(inv)
-	if err != nil {
-		return api.InventoryInput{}, err
-	}
-	if len(raw) <= api.PackInventoryAbove {
-		return api.InventoryInput{Inventory: &inv}, nil
-	}
-	p, err := api.PackInventory(inv)
-	return api.InventoryInput{InventoryZ: p.Z}, err
+	return api.NewInventoryInput(inv, api.PackInventoryAbove)
 }
 
 // unpackInventory reads the inventory the input carries; gzip and encoding/json read the same bytes into
