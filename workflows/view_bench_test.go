@@ -66,3 +66,28 @@ func mustMarshalB(b *testing.B, v any) []byte {
 	}
 	return out
 }
+
+// BenchmarkGitRepoPassAtScale is the GitRepo's own cost of one pass over a settled GitRepo: what it hands
+// over (nothing: every cluster runs its desired state) and the status view it publishes from.
+//
+//	go test ./workflows -run '^$' -bench GitRepoPassAtScale
+func BenchmarkGitRepoPassAtScale(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		g := bigGitRepo(n, 1, false)
+		for _, pc := range g.carry.Plan.Clusters {
+			g.r.Clusters[pc.Name].Delivered.Hash = hashOf(g.desired(pc))
+		}
+		b.Run(fmt.Sprintf("clusters=%d/deliveries", n), func(b *testing.B) {
+			for b.Loop() {
+				if h := g.r.nextDeliveries(g.carry.Plan, t0, 200, g.desired); len(h) != 0 {
+					b.Fatalf("%d hand-overs, want none", len(h))
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("clusters=%d/view", n), func(b *testing.B) {
+			for b.Loop() {
+				g.view(t0)
+			}
+		})
+	}
+}
