@@ -47,6 +47,8 @@ type gitRepoRun struct {
 	publishDue   time.Time
 	// windowDue is when a planned cluster's sync windows next open or close (zero: never, or none).
 	windowDue time.Time
+	// hashes remembers the planned clusters' desired-state hashes (desiredHash).
+	hashes desiredHashes
 }
 
 // GitRepoWorkflow keeps one GitRepo deployed: it polls the repository, plans bundles and targets against the
@@ -340,9 +342,10 @@ func (g *gitRepoRun) withoutCurrentHashes() *rollout {
 	for _, name := range sortedKeys(g.r.Clusters) {
 		r.Clusters[name] = g.r.Clusters[name]
 	}
+	hash := g.desiredHash()
 	for _, pc := range g.carry.Plan.Clusters {
 		e := r.Clusters[pc.Name]
-		if e == nil || e.Delivered == nil || e.Delivered.Hash == "" || e.Delivered.Hash != hashOf(g.desired(pc)) {
+		if e == nil || e.Delivered == nil || e.Delivered.Hash == "" || e.Delivered.Hash != hash(pc) {
 			continue
 		}
 		c, d := *e, *e.Delivered
@@ -358,9 +361,10 @@ func (g *gitRepoRun) restoreHashes() {
 	if g.carry.Plan == nil {
 		return
 	}
+	hash := g.desiredHash()
 	for _, pc := range g.carry.Plan.Clusters {
 		if e := g.r.Clusters[pc.Name]; e != nil && e.Delivered != nil && e.Delivered.Current {
-			e.Delivered.Hash, e.Delivered.Current = hashOf(g.desired(pc)), false
+			e.Delivered.Hash, e.Delivered.Current = hash(pc), false
 		}
 	}
 }

@@ -50,7 +50,7 @@ func (g *gitRepoRun) deliver(ctx workflow.Context) {
 	if window <= 0 {
 		return
 	}
-	for _, h := range g.r.nextDeliveries(g.carry.Plan, workflow.Now(ctx), window, g.desired) {
+	for _, h := range g.r.nextDeliveries(g.carry.Plan, workflow.Now(ctx), window, g.desired, g.desiredHash()) {
 		g.pending++
 		g.send(ctx, h)
 	}

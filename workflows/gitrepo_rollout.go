@@ -47,7 +47,7 @@ func (g *gitRepoRun) rolloutNow(ctx workflow.Context) (staging, error) {
 	if p == nil || p.Rollout == nil {
 		return staging{}, fmt.Errorf("gitrepo %q has no rolloutStrategy, so no partitions to steer (flotilla pause stops every change)", g.key)
 	}
-	return g.r.stage(p, hashesOf(desiredOf(p, g.desired)), workflow.Now(ctx)), nil
+	return g.r.stage(p, hashesOf(p, g.desiredHash()), workflow.Now(ctx)), nil
 }
 
 // steerable is the rollout as the next decision sees it, when the GitRepo has one and the action is on

@@ -71,11 +71,12 @@ func opensAt(t time.Time) string {
 // wait, and status says for what.
 func (g *gitRepoRun) heldByWindows(r *rollout) map[string]string {
 	held := map[string]string{}
+	hash := g.desiredHash()
 	for _, pc := range g.carry.Plan.Clusters {
 		if !r.heldByWindow(pc.Name) {
 			continue
 		}
-		if e := r.Clusters[pc.Name]; e != nil && e.Delivered != nil && e.Delivered.Hash == hashOf(g.desired(pc)) {
+		if e := r.Clusters[pc.Name]; e != nil && e.Delivered != nil && e.Delivered.Hash == hash(pc) {
 			continue
 		}
 		held[pc.Name] = r.closed[pc.Name]

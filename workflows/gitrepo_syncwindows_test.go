@@ -84,7 +84,7 @@ func TestASyncWindowHoldsChangesUntilItOpensOrIsOverridden(t *testing.T) {
 func TestWindowsAloneReachAClusterWhoseWindowsAreClosed(t *testing.T) {
 	r := newRollout()
 	plan := planFor("a")
-	r.nextDeliveries(plan, t0, 10, desiredFor("c1"))
+	r.nextDeliveries(plan, t0, 10, desiredFor("c1"), nil)
 	r.onDelivered("a", nil)
 	windows := []fleet.SyncWindow{{Kind: fleet.WindowDeny, Schedule: "* * * * *", Duration: "1h"}}
 	withWindows := func(commit string) func(api.PlannedCluster) api.DesiredUpdate {
@@ -95,13 +95,13 @@ func TestWindowsAloneReachAClusterWhoseWindowsAreClosed(t *testing.T) {
 		}
 	}
 	r.closed = map[string]string{"a": "waits for its sync window"}
-	hs := r.nextDeliveries(plan, t0.Add(time.Minute), 10, withWindows("c1"))
+	hs := r.nextDeliveries(plan, t0.Add(time.Minute), 10, withWindows("c1"), nil)
 	require.Len(t, hs, 1, "only the windows changed")
 	require.Equal(t, windows, hs[0].Update.SyncWindows)
 	r.onDelivered("a", nil)
-	require.Empty(t, r.nextDeliveries(plan, t0.Add(2*time.Minute), 10, withWindows("c2")), "a new commit waits")
+	require.Empty(t, r.nextDeliveries(plan, t0.Add(2*time.Minute), 10, withWindows("c2"), nil), "a new commit waits")
 	r.closed = nil
-	require.Len(t, r.nextDeliveries(plan, t0.Add(3*time.Minute), 10, withWindows("c2")), 1, "and goes once they open")
+	require.Len(t, r.nextDeliveries(plan, t0.Add(3*time.Minute), 10, withWindows("c2"), nil), 1, "and goes once they open")
 }
 
 // A window that closes mid-rollout stops it between partitions; the next opening finishes it.

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"slices"
 	"sort"
 	"time"
 
@@ -12,7 +13,8 @@ import (
 // The rollout is what a GitRepo knows of each cluster and how it decides what to hand over next. It is
 // plain Go with no workflow.Context: the GitRepo workflow feeds it reports and delivery outcomes and asks it
 // what to deliver, remove or restart, and performs the answers (signals, child starts) itself. Every
-// iteration over clusters goes in name order or plan order, so the decisions replay identically.
+// iteration over clusters whose order can show in a decision goes in name order or plan order, so the
+// decisions replay identically; a count or an earliest moment may range over the map.
 
 // clusterEntry is everything a GitRepo keeps about one cluster across continue-as-new.
 //
@@ -267,20 +269,22 @@ func (r *rollout) anyLeftToRemove() bool {
 
 // removing are the clusters not yet confirmed removed, in name order.
 func (r *rollout) removing() []string {
+	// Every pass asks; sorting 10,000 names to find none was a tenth of a pass.
 	var out []string
-	for _, name := range r.names() {
-		if r.Clusters[name].Removing {
+	for name, e := range r.Clusters {
+		if e.Removing {
 			out = append(out, name)
 		}
 	}
+	slices.Sort(out)
 	return out
 }
 
 // inflight counts deliveries waiting for their cluster's acknowledgement and not yet timed out.
 func (r *rollout) inflight(now time.Time) int {
 	n := 0
-	for _, name := range r.names() {
-		if d := r.Clusters[name].Delivered; d != nil && !d.Acked && now.Sub(d.At) < AckTimeout {
+	for _, e := range r.Clusters { // a count: the order makes no difference
+		if d := e.Delivered; d != nil && !d.Acked && now.Sub(d.At) < AckTimeout {
 			n++
 		}
 	}
@@ -291,8 +295,8 @@ func (r *rollout) inflight(now time.Time) int {
 // One that timed out already frees its slot without waking anyone: counting it would put the wake-up in
 // the past, and the loop would spin without ever letting time pass.
 func (r *rollout) nextAckDeadline(now, limit time.Time) time.Time {
-	for _, name := range r.names() {
-		d := r.Clusters[name].Delivered
+	for _, e := range r.Clusters { // the earliest: the order makes no difference
+		d := e.Delivered
 		if d == nil || d.Acked || d.Hash == "" {
 			continue
 		}
@@ -316,14 +320,15 @@ type handOver struct {
 // builds a cluster's desired state; each decided one is recorded with the next generation.
 //
 // With a rolloutStrategy (plan.Rollout), only the clusters its partitions allow now are handed theirs.
-func (r *rollout) nextDeliveries(plan *api.Plan, now time.Time, window int, desired func(api.PlannedCluster) api.DesiredUpdate) []handOver {
+func (r *rollout) nextDeliveries(plan *api.Plan, now time.Time, window int, desired func(api.PlannedCluster) api.DesiredUpdate, hash func(api.PlannedCluster) string) []handOver {
+	if hash == nil {
+		hash = func(pc api.PlannedCluster) string { return hashOf(desired(pc)) }
+	}
 	var gate map[string]bool
-	var ups map[string]api.DesiredUpdate
 	r.soakDue = time.Time{}
 	r.markWindowOnly(plan, desired)
 	if plan.Rollout != nil {
-		ups = desiredOf(plan, desired)
-		sg := r.stage(plan, hashesOf(ups), now)
+		sg := r.stage(plan, hashesOf(plan, hash), now)
 		r.observeSoaks(plan, sg, now)
 		gate, r.soakDue = sg.allowed, sg.soakDue
 	}
@@ -337,18 +342,15 @@ func (r *rollout) nextDeliveries(plan *api.Plan, now time.Time, window int, desi
 		if pc.Paused || e != nil && e.Removing || gate != nil && !gate[pc.Name] || r.heldByWindow(pc.Name) {
 			continue
 		}
-		up, ok := ups[pc.Name]
-		if !ok {
-			up = desired(pc)
-		}
-		hash := hashOf(up)
-		if e != nil && e.Delivered != nil && e.Delivered.Hash == hash {
+		h := hash(pc)
+		if e != nil && e.Delivered != nil && e.Delivered.Hash == h {
 			continue
 		}
+		up := desired(pc)
 		r.Generation++
 		up.Generation = r.Generation
 		e = r.entry(pc.Name)
-		e.Delivered = &delivery{Hash: hash, Generation: up.Generation, At: now}
+		e.Delivered = &delivery{Hash: h, Generation: up.Generation, At: now}
 		if len(up.SyncWindows) > 0 {
 			e.Delivered.Base = baseHash(up)
 		}
@@ -389,20 +391,11 @@ func onlyWindowsChanged(e *clusterEntry, up api.DesiredUpdate) bool {
 	return e.Delivered.Hash == base || e.Delivered.Base == base
 }
 
-// desiredOf builds every planned cluster's desired state.
-func desiredOf(plan *api.Plan, desired func(api.PlannedCluster) api.DesiredUpdate) map[string]api.DesiredUpdate {
-	ups := make(map[string]api.DesiredUpdate, len(plan.Clusters))
+// hashesOf identifies each planned cluster's desired state as a delivery records it.
+func hashesOf(plan *api.Plan, hash func(api.PlannedCluster) string) map[string]string {
+	hashes := make(map[string]string, len(plan.Clusters))
 	for _, pc := range plan.Clusters {
-		ups[pc.Name] = desired(pc)
-	}
-	return ups
-}
-
-// hashesOf identifies each desired state as a delivery records it.
-func hashesOf(ups map[string]api.DesiredUpdate) map[string]string {
-	hashes := make(map[string]string, len(ups))
-	for _, name := range sortedKeys(ups) {
-		hashes[name] = hashOf(ups[name])
+		hashes[pc.Name] = hash(pc)
 	}
 	return hashes
 }

@@ -34,7 +34,7 @@ type fleetSim struct {
 // step makes one decision and lets the clusters handed something apply it; it returns them.
 func (f *fleetSim) step(commit string) []string {
 	f.now = f.now.Add(time.Second)
-	hs := f.r.nextDeliveries(f.plan, f.now, 100, desiredFor(commit))
+	hs := f.r.nextDeliveries(f.plan, f.now, 100, desiredFor(commit), nil)
 	for _, h := range hs {
 		f.r.onDelivered(h.Cluster, nil)
 		state := f.health(h.Cluster, commit)
@@ -59,7 +59,7 @@ func (f *fleetSim) until(commit string) [][]string {
 }
 
 func (f *fleetSim) status(commit string) staging {
-	return f.r.stage(f.plan, hashesOf(desiredOf(f.plan, desiredFor(commit))), f.now)
+	return f.r.stage(f.plan, hashesOf(f.plan, func(pc api.PlannedCluster) string { return hashOf(desiredFor(commit)(pc)) }), f.now)
 }
 
 func alwaysReady(string, string) string { return api.StateReady }

@@ -40,17 +40,17 @@ func names(hs []handOver) []string {
 func TestTheRolloutWindowHoldsBackTheRest(t *testing.T) {
 	r := newRollout()
 	plan := planFor("a", "b", "c", "d")
-	first := r.nextDeliveries(plan, t0, 2, desiredFor("c1"))
+	first := r.nextDeliveries(plan, t0, 2, desiredFor("c1"), nil)
 	require.Equal(t, []string{"a", "b"}, names(first))
 	require.False(t, first[0].Running, "a first delivery starts the child")
-	require.Empty(t, r.nextDeliveries(plan, t0.Add(time.Second), 2, desiredFor("c1")), "the window is full")
+	require.Empty(t, r.nextDeliveries(plan, t0.Add(time.Second), 2, desiredFor("c1"), nil), "the window is full")
 
 	r.onDelivered("a", nil)
 	r.onReport(api.ClusterReport{Cluster: "a", Status: api.ClusterStatus{Name: "a", Generation: first[0].Update.Generation}})
-	require.Equal(t, []string{"c"}, names(r.nextDeliveries(plan, t0.Add(2*time.Second), 2, desiredFor("c1"))), "a's report freed its slot")
+	require.Equal(t, []string{"c"}, names(r.nextDeliveries(plan, t0.Add(2*time.Second), 2, desiredFor("c1"), nil)), "a's report freed its slot")
 
 	later := t0.Add(AckTimeout + 3*time.Second)
-	require.Equal(t, []string{"d"}, names(r.nextDeliveries(plan, later, 2, desiredFor("c1"))), "b stopped answering: its slot is free again")
+	require.Equal(t, []string{"d"}, names(r.nextDeliveries(plan, later, 2, desiredFor("c1"), nil)), "b stopped answering: its slot is free again")
 	require.Equal(t, t0.Add(2*time.Second+AckTimeout), r.nextAckDeadline(t0.Add(AckTimeout), t0.Add(time.Hour)), "the loop wakes when c's delivery times out")
 	require.Equal(t, later.Add(AckTimeout), r.nextAckDeadline(later, later.Add(time.Hour)),
 		"b and c timed out already: they wake no one (a wake-up in the past would spin the loop), d does")
@@ -61,10 +61,10 @@ func TestTheRolloutWindowHoldsBackTheRest(t *testing.T) {
 func TestOnlyAChangedDesiredStateIsDelivered(t *testing.T) {
 	r := newRollout()
 	plan := planFor("a")
-	up := r.nextDeliveries(plan, t0, 10, desiredFor("c1"))
+	up := r.nextDeliveries(plan, t0, 10, desiredFor("c1"), nil)
 	r.onDelivered("a", nil)
-	require.Empty(t, r.nextDeliveries(plan, t0.Add(time.Minute), 10, desiredFor("c1")))
-	again := r.nextDeliveries(plan, t0.Add(time.Minute), 10, desiredFor("c2"))
+	require.Empty(t, r.nextDeliveries(plan, t0.Add(time.Minute), 10, desiredFor("c1"), nil))
+	again := r.nextDeliveries(plan, t0.Add(time.Minute), 10, desiredFor("c2"), nil)
 	require.Len(t, again, 1)
 	require.True(t, again[0].Running, "signalled, not started")
 	require.Greater(t, again[0].Update.Generation, up[0].Update.Generation)
@@ -74,12 +74,12 @@ func TestOnlyAChangedDesiredStateIsDelivered(t *testing.T) {
 func TestAFailedOrEndedDeliveryIsRetried(t *testing.T) {
 	r := newRollout()
 	plan := planFor("a")
-	r.nextDeliveries(plan, t0, 10, desiredFor("c1"))
+	r.nextDeliveries(plan, t0, 10, desiredFor("c1"), nil)
 	r.onDelivered("a", errors.New("start failed"))
-	require.Len(t, r.nextDeliveries(plan, t0, 10, desiredFor("c1")), 1)
+	require.Len(t, r.nextDeliveries(plan, t0, 10, desiredFor("c1"), nil), 1)
 	r.onDelivered("a", nil)
 	r.onEnded("a")
-	again := r.nextDeliveries(plan, t0, 10, desiredFor("c1"))
+	again := r.nextDeliveries(plan, t0, 10, desiredFor("c1"), nil)
 	require.Len(t, again, 1)
 	require.False(t, again[0].Running, "started as a child again")
 }
@@ -88,14 +88,14 @@ func TestAFailedOrEndedDeliveryIsRetried(t *testing.T) {
 // confirms the removal, which forgets it. A cluster nothing runs on is just forgotten.
 func TestAnUntargetedClusterIsRemovedThenForgotten(t *testing.T) {
 	r := newRollout()
-	r.nextDeliveries(planFor("a", "b"), t0, 10, desiredFor("c1"))
+	r.nextDeliveries(planFor("a", "b"), t0, 10, desiredFor("c1"), nil)
 	r.onDelivered("a", nil)
 	r.onReport(api.ClusterReport{Cluster: "a", Status: api.ClusterStatus{Name: "a", State: api.StateReady, Generation: 1}})
 	r.Clusters["ghost"] = &clusterEntry{Status: &api.ClusterStatus{Name: "ghost"}}
 
 	require.Equal(t, []string{"a"}, r.untargeted(planFor("b")))
 	require.NotContains(t, r.Clusters, "ghost")
-	require.Empty(t, r.nextDeliveries(planFor("a", "b"), t0.Add(time.Minute), 10, desiredFor("c1")), "b's delivery is still in flight; a is being removed")
+	require.Empty(t, r.nextDeliveries(planFor("a", "b"), t0.Add(time.Minute), 10, desiredFor("c1"), nil), "b's delivery is still in flight; a is being removed")
 	r.onReport(api.ClusterReport{Cluster: "a", Status: api.ClusterStatus{Name: "a", State: api.StateErrApplied}})
 	require.Equal(t, api.StateReady, r.Clusters["a"].Status.State, "a stale report of a removing cluster is ignored")
 	require.Equal(t, []string{"a"}, r.removing())
@@ -108,13 +108,13 @@ func TestAnUntargetedClusterIsRemovedThenForgotten(t *testing.T) {
 func TestResyncRestartsAWorkflowThatStopped(t *testing.T) {
 	r := newRollout()
 	plan := planFor("a", "b")
-	hs := r.nextDeliveries(plan, t0, 10, desiredFor("c1"))
+	hs := r.nextDeliveries(plan, t0, 10, desiredFor("c1"), nil)
 	for _, h := range hs {
 		r.onDelivered(h.Cluster, nil)
 	}
 	r.onReport(api.ClusterReport{Cluster: "a", Status: api.ClusterStatus{Name: "a", Generation: hs[0].Update.Generation}})
 	require.Equal(t, []string{"a"}, r.restartMissing(plan, nil), "b is not acknowledged yet: visibility may lag its start")
-	require.Equal(t, []string{"a"}, names(r.nextDeliveries(plan, t0.Add(time.Minute), 10, desiredFor("c1"))))
+	require.Equal(t, []string{"a"}, names(r.nextDeliveries(plan, t0.Add(time.Minute), 10, desiredFor("c1"), nil)))
 }
 
 // The view never shows a stale Ready: a cluster applying a newer generation is WaitApplied; one the window

@@ -184,7 +184,8 @@ func placedNowhere(st *api.GitRepoStatus) []string {
 		return nil
 	}
 	placed := map[string]bool{}
-	for _, c := range st.Clusters {
+	for i := range st.Clusters {
+		c := &st.Clusters[i]
 		if !c.Reachable && len(c.Bundles) == 0 {
 			return nil
 		}
@@ -210,7 +211,8 @@ func aggregate(st *api.GitRepoStatus) {
 	st.State = api.StateReady
 	type failing struct{ name, state, msg string }
 	var bad []failing
-	for _, c := range st.Clusters {
+	for i := range st.Clusters {
+		c := &st.Clusters[i]
 		st.ResourceCounts.Add(c.ResourceCounts)
 		if len(c.Bundles) == 0 {
 			st.Summary.Count(c.State)
@@ -234,7 +236,8 @@ func aggregate(st *api.GitRepoStatus) {
 	if st.Held != "" && api.Worse(api.StateOutOfSync, st.State) {
 		st.State = api.StateOutOfSync
 	}
-	sort.SliceStable(bad, func(i, j int) bool { return api.Worse(bad[i].state, bad[j].state) })
+	badClusters := len(bad)
+	bad = worstFirst(bad, 10, func(f failing) string { return f.state })
 	parts := []string{fmt.Sprintf("%d/%d clusters ready", st.ReadyClusters, st.DesiredReadyClusters)}
 	if st.Error != "" {
 		parts = append(parts, st.Error)
@@ -260,11 +263,7 @@ func aggregate(st *api.GitRepoStatus) {
 			}
 		}
 	}
-	for i, f := range bad {
-		if i == 10 {
-			parts = append(parts, fmt.Sprintf("and %d more", len(bad)-10))
-			break
-		}
+	for _, f := range bad {
 		prefix := fmt.Sprintf("cluster %q: ", f.name)
 		m := prefix + f.state
 		if f.msg != "" {
@@ -273,5 +272,30 @@ func aggregate(st *api.GitRepoStatus) {
 		}
 		parts = append(parts, m)
 	}
+	if badClusters > len(bad) {
+		parts = append(parts, fmt.Sprintf("and %d more", badClusters-len(bad)))
+	}
 	st.Message = strings.Join(parts, "; ")
+}
+
+// worstFirst is the first n of items stably sorted worst state first, the clusters the message names: at
+// 10,000 clusters mid-rollout, sorting every one not Ready on every pass of the GitRepo was wasted on all
+// but ten.
+func worstFirst[T any](items []T, n int, state func(T) string) []T {
+	top := make([]T, 0, n+1)
+	for _, it := range items {
+		// After every one at least as bad: equals keep their order, as a stable sort keeps it.
+		at := len(top)
+		for at > 0 && api.Worse(state(it), state(top[at-1])) {
+			at--
+		}
+		if at >= n {
+			continue
+		}
+		top = append(top[:at], append([]T{it}, top[at:]...)...)
+		if len(top) > n {
+			top = top[:n]
+		}
+	}
+	return top
 }

@@ -1,6 +1,10 @@
 package workflows
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sort"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -222,5 +226,25 @@ func TestAPausedClustersBundlesAreOutOfSyncWithTheCommitTheyWaitAt(t *testing.T)
 	require.Equal(t, "paused; commit c2 is waiting", never.Message)
 	for _, b := range never.Bundles {
 		require.Equal(t, bundleIn(b.Name, api.StateOutOfSync, "paused; commit c2 is waiting"), b)
+	}
+}
+
+// The message names the ten worst clusters as a stable sort by state would put them first: worse states
+// first, and among equals the order they came in (by name).
+func TestTheWorstClustersAreTheFirstTenOfAStableSortByState(t *testing.T) {
+	states := []string{api.StateReady, api.StateNotReady, api.StateWaitApplied, api.StateErrApplied, api.StateOutOfSync, api.StateModified, api.StateOffline, api.StatePending}
+	type item struct {
+		name, state string
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := 0; round < 200; round++ {
+		items := make([]item, rng.IntN(40))
+		for i := range items {
+			items[i] = item{fmt.Sprintf("c%02d", i), states[rng.IntN(len(states))]}
+		}
+		want := slices.Clone(items)
+		sort.SliceStable(want, func(i, j int) bool { return api.Worse(want[i].state, want[j].state) })
+		want = want[:min(10, len(want))]
+		require.Equal(t, want, worstFirst(items, 10, func(it item) string { return it.state }), "round %d: %v", round, items)
 	}
 }

@@ -79,7 +79,7 @@ func BenchmarkGitRepoPassAtScale(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("clusters=%d/deliveries", n), func(b *testing.B) {
 			for b.Loop() {
-				if h := g.r.nextDeliveries(g.carry.Plan, t0, 200, g.desired); len(h) != 0 {
+				if h := g.r.nextDeliveries(g.carry.Plan, t0, 200, g.desired, g.desiredHash()); len(h) != 0 {
 					b.Fatalf("%d hand-overs, want none", len(h))
 				}
 			}
