@@ -32,6 +32,7 @@ type config struct {
 	devLog                       bool
 	maxActivities                int
 	maxWorkflowTasks             int
+	workflowCacheSize            int
 	bundleConcurrency            int
 	helmQPS                      float64
 	helmBurst                    int
@@ -79,6 +80,8 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 		"activities run at once by this worker (env FLOTILLA_MAX_CONCURRENT_ACTIVITIES)")
 	fs.IntVar(&c.maxWorkflowTasks, "max-concurrent-workflow-tasks", envdefault.Int("FLOTILLA_MAX_CONCURRENT_WORKFLOW_TASKS", workeropts.DefaultMaxConcurrentWorkflowTasks),
 		"workflow tasks run at once by this worker (env FLOTILLA_MAX_CONCURRENT_WORKFLOW_TASKS)")
+	fs.IntVar(&c.workflowCacheSize, "workflow-cache-size", envdefault.Int("FLOTILLA_WORKFLOW_CACHE_SIZE", workeropts.DefaultWorkflowCacheSize),
+		"workflows kept in memory between their tasks, about one per cluster of each GitRepo; one pushed out is replayed from its history on its next task (env FLOTILLA_WORKFLOW_CACHE_SIZE)")
 	fs.IntVar(&c.bundleConcurrency, "bundle-concurrency", envdefault.Int("FLOTILLA_BUNDLE_CONCURRENCY", activities.DefaultBundleConcurrency),
 		"bundles one activity renders, observes or applies at once on one cluster (env FLOTILLA_BUNDLE_CONCURRENCY)")
 	fs.Float64Var(&c.helmQPS, "helm-qps", envdefault.Float("FLOTILLA_HELM_QPS", float64(agentclient.DefaultQPS)),
@@ -120,6 +123,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 		flag  string
 		value float64
 	}{{"max-concurrent-activities", float64(c.maxActivities)}, {"max-concurrent-workflow-tasks", float64(c.maxWorkflowTasks)},
+		{"workflow-cache-size", float64(c.workflowCacheSize)},
 		{"bundle-concurrency", float64(c.bundleConcurrency)}, {"helm-qps", c.helmQPS}, {"helm-burst", float64(c.helmBurst)}} {
 		if n.value <= 0 {
 			return config{}, fmt.Errorf("--%s %v: must be positive", n.flag, n.value)

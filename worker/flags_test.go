@@ -121,6 +121,7 @@ func TestTheWorkerTakesTheTLSAndAPIKeyFlags(t *testing.T) {
 func TestTheWorkersSettingsComeFromTheEnvironment(t *testing.T) {
 	t.Setenv("FLOTILLA_MAX_CONCURRENT_ACTIVITIES", "64")
 	t.Setenv("FLOTILLA_MAX_CONCURRENT_WORKFLOW_TASKS", "32")
+	t.Setenv("FLOTILLA_WORKFLOW_CACHE_SIZE", "40000")
 	t.Setenv("FLOTILLA_BUNDLE_CONCURRENCY", "4")
 	t.Setenv("FLOTILLA_HELM_QPS", "20.5")
 	t.Setenv("FLOTILLA_HELM_BURST", "40")
@@ -131,6 +132,7 @@ func TestTheWorkersSettingsComeFromTheEnvironment(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 64, c.maxActivities)
 	require.Equal(t, 32, c.maxWorkflowTasks)
+	require.Equal(t, 40000, c.workflowCacheSize)
 	require.Equal(t, 2, c.bundleConcurrency, "the flag wins over the environment")
 	require.Equal(t, 20.5, c.helmQPS)
 	require.Equal(t, 40, c.helmBurst)

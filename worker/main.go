@@ -116,6 +116,7 @@ func run() error {
 	}
 	inv := activities.TemporalInventory{Client: c, TaskQueue: cfg.taskQueue}
 
+	worker.SetStickyWorkflowCacheSize(cfg.workflowCacheSize) // the process's, for every worker in it
 	w := worker.New(c, cfg.taskQueue, workeropts.Sized(cfg.maxActivities, cfg.maxWorkflowTasks))
 	w.RegisterWorkflow(workflows.GitRepoWorkflow)
 	w.RegisterWorkflow(workflows.ClusterWorkflow)

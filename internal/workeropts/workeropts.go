@@ -8,10 +8,17 @@ import (
 	"go.temporal.io/sdk/worker"
 )
 
-// Defaults of flotilla-worker's --max-concurrent-activities and --max-concurrent-workflow-tasks.
+// Defaults of flotilla-worker's --max-concurrent-activities, --max-concurrent-workflow-tasks and
+// --workflow-cache-size.
 const (
 	DefaultMaxConcurrentActivities    = 200
 	DefaultMaxConcurrentWorkflowTasks = 100
+	// DefaultWorkflowCacheSize is how many workflows a worker keeps in memory between their tasks: one per
+	// cluster of each GitRepo, and each GitRepo. The SDK's own default, 10,000, is one GitRepo of 10,000
+	// clusters: their checks then push the GitRepo and the inventory out of the cache, and every status
+	// query, report and inventory read replays them from their histories, seconds each at that size
+	// (docs/performance.md).
+	DefaultWorkflowCacheSize = 25000
 )
 
 // Options sizes a worker that runs at most maxActivities activities at once, with the default number of
