@@ -58,3 +58,53 @@ func TestAnInventoryOfTenThousandClustersTravelsUnderHalfThePayloadLimit(t *test
 	require.NoError(t, err)
 	require.Equal(t, inv, *carried)
 }
+
+// The packed answer is kept between queries, and every change of the inventory is in the next one.
+func TestThePackedInventoryAnswersEveryChange(t *testing.T) {
+	env := inventoryEnv(t)
+	packed := func() inventory.Inventory {
+		v, err := env.QueryWorkflow(api.QueryInventoryPacked)
+		require.NoError(t, err)
+		var p api.PackedInventory
+		require.NoError(t, v.Get(&p))
+		inv, err := p.Unpack()
+		require.NoError(t, err)
+		return inv
+	}
+	cluster := func(name, env string) fleet.Cluster {
+		return fleet.Cluster{Metadata: fleet.ObjectMeta{Name: name, Labels: map[string]string{"env": env}}, Spec: fleet.ClusterSpec{KubeConfigPath: "/k/" + name}}
+	}
+	var seen []inventory.Inventory
+	steps := []func(){
+		func() {
+			update(env, api.UpdateUpsertCluster, cluster("edge-1", "prod"), func(_ any, err error) { require.NoError(t, err) })
+		},
+		func() {
+			update(env, api.UpdateUpsertCluster, cluster("edge-2", "prod"), func(_ any, err error) { require.NoError(t, err) })
+		},
+		func() {
+			update(env, api.UpdateUpsertCluster, cluster("edge-1", "staging"), func(_ any, err error) { require.NoError(t, err) })
+		},
+		func() {
+			update(env, api.UpdateRemoveCluster, inventory.RemoveInput{Name: "edge-2"}, func(_ any, err error) { require.NoError(t, err) })
+		},
+	}
+	for i, step := range steps {
+		env.RegisterDelayedCallback(func() {
+			step()
+			env.RegisterDelayedCallback(func() {
+				require.Equal(t, inventoryNow(t, env), packed(), "after step %d", i)
+				require.Equal(t, packed(), packed(), "asked again after step %d", i)
+				seen = append(seen, packed())
+			}, time.Second)
+		}, time.Duration(i+1)*time.Minute)
+	}
+	env.RegisterDelayedCallback(func() { env.SetContinueAsNewSuggested(true) }, time.Hour)
+	env.ExecuteWorkflow(InventoryWorkflow, api.InventoryInput{})
+
+	require.Len(t, seen, len(steps))
+	require.Equal(t, []string{"edge-1"}, clusterNamesOf(seen[0]))
+	require.Equal(t, []string{"edge-1", "edge-2"}, clusterNamesOf(seen[1]))
+	require.Equal(t, "staging", seen[2].Clusters[0].Metadata.Labels["env"])
+	require.Equal(t, []string{"edge-1"}, clusterNamesOf(seen[3]))
+}
