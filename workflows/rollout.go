@@ -268,6 +268,9 @@ func (r *rollout) anyLeftToRemove() bool {
 }
 
 // removing are the clusters not yet confirmed removed, in name order.
+// The map is ranged over for a set, a count or an earliest moment, which no order changes.
+//
+//workflowcheck:ignore
 func (r *rollout) removing() []string {
 	// Every pass asks; sorting 10,000 names to find none was a tenth of a pass.
 	var out []string
@@ -281,6 +284,9 @@ func (r *rollout) removing() []string {
 }
 
 // inflight counts deliveries waiting for their cluster's acknowledgement and not yet timed out.
+// The map is ranged over for a set, a count or an earliest moment, which no order changes.
+//
+//workflowcheck:ignore
 func (r *rollout) inflight(now time.Time) int {
 	n := 0
 	for _, e := range r.Clusters { // a count: the order makes no difference
@@ -294,6 +300,9 @@ func (r *rollout) inflight(now time.Time) int {
 // nextAckDeadline is the earliest moment after now an unacknowledged delivery times out, if before limit.
 // One that timed out already frees its slot without waking anyone: counting it would put the wake-up in
 // the past, and the loop would spin without ever letting time pass.
+// The map is ranged over for a set, a count or an earliest moment, which no order changes.
+//
+//workflowcheck:ignore
 func (r *rollout) nextAckDeadline(now, limit time.Time) time.Time {
 	for _, e := range r.Clusters { // the earliest: the order makes no difference
 		d := e.Delivered
