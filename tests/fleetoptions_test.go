@@ -36,7 +36,11 @@ func TestAFleetUsersBundleOptionsTakeEffect(t *testing.T) {
 	defer cancel()
 	require.NoError(t, s.Kube("one").CoreV1().ConfigMaps("app").Delete(ctx, "app", metav1.DeleteOptions{}))
 	require.Eventually(t, func() bool {
-		_, err := s.Kube("one").CoreV1().ConfigMaps("app").Get(ctx, "app", metav1.GetOptions{})
+		// Each read gets its own deadline: the check that restores it comes up to 66 s later (one jittered
+		// interval), past the deletion's minute.
+		rctx, rcancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer rcancel()
+		_, err := s.Kube("one").CoreV1().ConfigMaps("app").Get(rctx, "app", metav1.GetOptions{})
 		return err == nil
 	}, 3*time.Minute, 250*time.Millisecond, "the bundle's correctDrift restores the ConfigMap at its next check")
 
