@@ -15,9 +15,9 @@ const (
 	DefaultMaxConcurrentWorkflowTasks = 100
 	// DefaultWorkflowCacheSize is how many workflows a worker keeps in memory between their tasks: one per
 	// cluster of each GitRepo, and each GitRepo. The SDK's own default, 10,000, is one GitRepo of 10,000
-	// clusters: their checks then push the GitRepo and the inventory out of the cache, and every status
-	// query, report and inventory read replays them from their histories, seconds each at that size
-	// (docs/performance.md).
+	// clusters: their checks then push the least recently used workflows out of the cache, and the next
+	// task or query of one replays it from its history. At that size the inventory workflow was seen
+	// replaying in a profile, and status queries took 5 to 10 s (docs/performance.md).
 	DefaultWorkflowCacheSize = 25000
 )
 
