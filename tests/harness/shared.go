@@ -3,8 +3,10 @@ package harness
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -27,6 +29,9 @@ import (
 func Main(m *testing.M) int {
 	shared.enabled = true
 	code := m.Run()
+	if code != 0 {
+		shared.printLog(os.Stderr)
+	}
 	shared.stop()
 	return code
 }
@@ -85,6 +90,28 @@ func startShared(ctx context.Context) (*tempdev.Server, string, error) {
 		return nil, "", fmt.Errorf("the shared Temporal dev server: %w", err)
 	}
 	return srv, dir, nil
+}
+
+// printLog prints the end of the shared server's log (warnings and errors only): a stall or an error of the
+// server shows in every scenario it served at once, and only its log tells which.
+func (sh *sharedServer) printLog(w io.Writer) {
+	if sh.dir == "" {
+		return
+	}
+	if sh.srv != nil {
+		if exited, err := sh.srv.Exited(); exited {
+			fmt.Fprintf(w, "the shared Temporal dev server (pid %d) exited before the tests ended: %v\n", sh.srv.PID(), err)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(sh.dir, "temporal.log"))
+	if err != nil {
+		return
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) > 120 {
+		lines = lines[len(lines)-120:]
+	}
+	fmt.Fprintf(w, "last lines of the shared Temporal dev server's log:\n%s\n", strings.Join(lines, "\n"))
 }
 
 func (sh *sharedServer) stop() {

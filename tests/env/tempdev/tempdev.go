@@ -225,6 +225,14 @@ func (s *Server) MetricsURL() string {
 // PID is the server's process ID.
 func (s *Server) PID() int { return s.p.PID() }
 
+// Exited says whether the server has exited, and how.
+func (s *Server) Exited() (bool, error) {
+	if s.p.Alive() {
+		return false, nil
+	}
+	return true, s.p.Wait()
+}
+
 // Stop stops the server gracefully.
 func (s *Server) Stop() error { return s.p.Stop(10 * time.Second) }
 
