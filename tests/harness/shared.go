@@ -83,7 +83,9 @@ func startShared(ctx context.Context) (*tempdev.Server, string, error) {
 	for i := range namespaces {
 		namespaces[i] = sharedNamespace(i + 1)
 	}
-	srv, err := tempdev.Start(ctx, tempdev.Options{Bin: filepath.Join(BinDir(), "temporal"), Dir: dir, MoreNamespaces: namespaces,
+	// In memory: every scenario's requests go through the server's one SQLite connection, and with a file
+	// each commit waits on a disk that other work on the machine may be keeping busy.
+	srv, err := tempdev.Start(ctx, tempdev.Options{Bin: filepath.Join(BinDir(), "temporal"), Dir: dir, InMemory: true, MoreNamespaces: namespaces,
 		SearchAttributes: api.SearchAttributes, LogFile: filepath.Join(dir, "temporal.log")})
 	if err != nil {
 		_ = os.RemoveAll(dir)

@@ -3,6 +3,8 @@ package tempdev
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -11,6 +13,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/flotilla-gitops/flotilla/tests/env/needs"
 )
@@ -64,4 +68,30 @@ func TestAServerOnFixedPortsIsNotMoved(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, strings.Count(string(tried), "\n"), "one start, on the port it was given:\n%s", tried)
 	require.Contains(t, string(tried), "--port 47233")
+}
+
+// A server in memory writes no database to disk, serves workflows as one with a file does, and refuses to
+// restart, since it would come back without them.
+func TestAServerInMemoryKeepsItsStateOffTheDiskAndRefusesToRestart(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	s, err := Start(ctx, Options{Bin: needs.Binary(t, "temporal"), Dir: dir, Headless: true, InMemory: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Stop() })
+
+	c, err := client.DialContext(ctx, client.Options{HostPort: s.Address(), Logger: sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))})
+	require.NoError(t, err)
+	defer c.Close()
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "kept-in-memory", TaskQueue: "nobody"}, "Anything")
+	require.NoError(t, err)
+	d, err := c.DescribeWorkflowExecution(ctx, run.GetID(), run.GetRunID())
+	require.NoError(t, err)
+	require.Equal(t, "kept-in-memory", d.GetWorkflowExecutionInfo().GetExecution().GetWorkflowId())
+
+	dbs, err := filepath.Glob(filepath.Join(dir, "*.db*"))
+	require.NoError(t, err)
+	require.Empty(t, dbs, "no database file")
+	require.ErrorContains(t, s.Restart(ctx), "cannot restart")
+	require.NoError(t, s.ping(ctx), "a refused restart leaves the server serving")
 }
