@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -23,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
@@ -423,9 +425,24 @@ func (s *Stack) Status(name string) (api.GitRepoStatus, error) {
 	return s.StatusOf(api.KeyOf("", name))
 }
 
-// StatusOf queries the status of the GitRepo of any workspace.
+// StatusOf queries the status of the GitRepo of any workspace. A query that times out or finds Temporal
+// unavailable is asked again for up to statusPatience: on a loaded machine one answer can take longer than
+// one request's deadline, and that is not what a scenario asking for the status is testing.
 func (s *Stack) StatusOf(key api.GitRepoKey) (api.GitRepoStatus, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	deadline := time.Now().Add(statusPatience)
+	for {
+		st, err := s.statusOnce(key)
+		if err == nil || !transient(err) || time.Now().After(deadline) {
+			return st, err
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+const statusPatience = 90 * time.Second
+
+func (s *Stack) statusOnce(key api.GitRepoKey) (api.GitRepoStatus, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	var st api.GitRepoStatus
 	v, err := s.Client.QueryWorkflow(ctx, key.WorkflowID(), "", api.QueryStatus)
@@ -433,6 +450,15 @@ func (s *Stack) StatusOf(key api.GitRepoKey) (api.GitRepoStatus, error) {
 		return st, err
 	}
 	return st, v.Get(&st)
+}
+
+// transient says whether err is a request that ran out of time or found the server busy or away, rather
+// than an answer.
+func transient(err error) bool {
+	var deadline *serviceerror.DeadlineExceeded
+	var unavailable *serviceerror.Unavailable
+	var exhausted *serviceerror.ResourceExhausted
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &deadline) || errors.As(err, &unavailable) || errors.As(err, &exhausted)
 }
 
 // WaitStatus polls a fleet-default GitRepo's status until cond holds, and fails with the last status when
