@@ -58,7 +58,7 @@ func RenderText(name, text string, c fleet.ClusterInfo) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	b := newBudget(MaxRenderTime)
+	b := newBudget(renderTimeout)
 	funcs := template.FuncMap{
 		stepFunc: func() (string, error) { return "", b.spend("range", 1) },
 		passFunc: func(v any) (any, error) { return v, b.spend("comparison", 1) },

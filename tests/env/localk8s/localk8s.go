@@ -320,15 +320,30 @@ func (e *Env) startWorkers(ctx context.Context, c *cluster) error {
 func (e *Env) createNode(ctx context.Context, c *cluster) error {
 	client := e.httpClient()
 	base := fmt.Sprintf("https://%s:%d", e.address(), c.port)
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/v1/nodes", strings.NewReader(fakeNode))
-	req.Header.Set("Content-Type", "application/yaml")
-	resp, err := client.Do(req)
-	if err != nil {
-		return fmt.Errorf("cluster %s: creating the kwok node: %w", c.opts.Name, err)
+	// Asked again until the API server answers: on a loaded machine one request can outlast the client's
+	// timeout, and one that did create the node meanwhile is answered 409 the next time.
+	var created error
+	if err := waitFor(ctx, 60*time.Second, c.apiserver, filepath.Join(c.dir, "apiserver.log"), "cluster "+c.opts.Name+" creating the kwok node", func() bool {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/v1/nodes", strings.NewReader(fakeNode))
+		req.Header.Set("Content-Type", "application/yaml")
+		resp, err := client.Do(req)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		switch {
+		case resp.StatusCode == http.StatusCreated || resp.StatusCode == http.StatusConflict:
+		case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
+			return false
+		default:
+			created = fmt.Errorf("cluster %s: creating the kwok node: HTTP %d", c.opts.Name, resp.StatusCode)
+		}
+		return true
+	}); err != nil {
+		return err
 	}
-	resp.Body.Close()
-	if resp.StatusCode != 201 && resp.StatusCode != 409 {
-		return fmt.Errorf("cluster %s: creating the kwok node: HTTP %d", c.opts.Name, resp.StatusCode)
+	if created != nil {
+		return created
 	}
 	return waitFor(ctx, 60*time.Second, c.workers[2], filepath.Join(c.dir, "kwok.log"), "cluster "+c.opts.Name+" kwok node", func() bool {
 		resp, err := client.Get(base + "/api/v1/nodes/kwok-node-0")
