@@ -31,7 +31,7 @@ type Options struct {
 	// InMemory keeps the state in memory instead of DBFile: it is lost when the server stops, so such a
 	// server cannot Restart. The server serves every request through one SQLite connection, and with a
 	// file every commit waits on the disk: with another process writing to the same disk, starts,
-	// signals and terminations took 7–11× longer in a file (p99 2.3 s) than in memory (p99 0.27 s).
+	// signals and terminations took 6–11× longer in a file (p99 2.3 s) than in memory (p99 0.27 s).
 	InMemory     bool
 	IP           string
 	Port, UIPort int
