@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -29,6 +28,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	sdklog "go.temporal.io/sdk/log"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -455,10 +455,11 @@ func (s *Stack) statusOnce(key api.GitRepoKey) (api.GitRepoStatus, error) {
 // transient says whether err is a request that ran out of time or found the server busy or away, rather
 // than an answer.
 func transient(err error) bool {
-	var deadline *serviceerror.DeadlineExceeded
-	var unavailable *serviceerror.Unavailable
-	var exhausted *serviceerror.ResourceExhausted
-	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &deadline) || errors.As(err, &unavailable) || errors.As(err, &exhausted)
+	switch serviceerror.ToStatus(err).Code() {
+	case codes.DeadlineExceeded, codes.Unavailable, codes.ResourceExhausted:
+		return true
+	}
+	return false
 }
 
 // WaitStatus polls a fleet-default GitRepo's status until cond holds, and fails with the last status when
