@@ -56,7 +56,8 @@ func TestUntilIsRefusedBeforeItAllocates(t *testing.T) {
 }
 
 // countingStepsOnly turns the time limit off for one test of the step limit, which is the same on every
-// machine; the time limit has tests of its own.
+// machine; the time limit has tests of its own. It sets a package variable, so no test of this package
+// may run in parallel with one that calls it.
 func countingStepsOnly(t *testing.T) {
 	renderTimeout = 0
 	t.Cleanup(func() { renderTimeout = MaxRenderTime })
