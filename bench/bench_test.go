@@ -50,14 +50,14 @@ func TestTargetsAreJudgedOnlyOnTheirOwnShape(t *testing.T) {
 	judge(&slow)
 	require.NotNil(t, slow.TargetMet)
 	require.False(t, *slow.TargetMet)
-	require.Equal(t, "≤ 50 s", slow.Target)
+	require.Equal(t, "≤ 50 s; ratio ≤ 1.30", slow.Target)
 
-	shape := Result{Experiment: "fleet-shape-1x10x3", Clusters: 3, Bundles: 1, FlotillaSeconds: 0.9}
+	shape := Result{Experiment: "fleet-shape-1x10x3", Clusters: 3, Bundles: 1, FlotillaSeconds: 0.9, Ratio: ptr(1.2)}
 	judge(&shape)
 	require.True(t, *shape.TargetMet)
 	require.NotContains(t, details(shape), "Fleet", "no figure this run did not measure is printed beside it")
 
-	ratio := Result{Experiment: "deploy-1x10", Clusters: 100, Ratio: ptr(1.3)}
+	ratio := Result{Experiment: "deploy-1x10", Clusters: 100, Ratio: ptr(1.31)}
 	judge(&ratio)
 	require.False(t, *ratio.TargetMet)
 
@@ -70,6 +70,38 @@ func TestTargetsAreJudgedOnlyOnTheirOwnShape(t *testing.T) {
 		WorkerRSSMBPerCluster: ptr(0.2)}
 	judge(&idle)
 	require.False(t, *idle.TargetMet, "every idle bound must hold, API requests included")
+}
+
+// Every deployment shape is held to 1.3 times its own direct loop besides any goal of its own, and
+// fanout-1000 to 50 s above the slower of its direct loop and the orchestration floor at its size.
+func TestDeploymentShapesAreJudgedAgainstTheirDirectLoop(t *testing.T) {
+	fleetShape := Result{Experiment: "fleet-shape-1x10x3", Clusters: 3, Bundles: 1, FlotillaSeconds: 0.9, Ratio: ptr(2.5)}
+	judge(&fleetShape)
+	require.Equal(t, "≤ 1.5 s; ratio ≤ 1.30", fleetShape.Target)
+	require.False(t, *fleetShape.TargetMet, "inside Fleet's figure, but 2.5 times the direct loop")
+
+	atLine := Result{Experiment: "fleet-shape-50x3", Clusters: 3, Bundles: 50, FlotillaSeconds: 5, Ratio: ptr(1.3)}
+	judge(&atLine)
+	require.True(t, *atLine.TargetMet)
+
+	unmeasured := Result{Experiment: "deploy-1x10", Clusters: 10, FlotillaSeconds: 1}
+	judge(&unmeasured)
+	require.Equal(t, "ratio ≤ 1.30", unmeasured.Target)
+	require.False(t, *unmeasured.TargetMet, "no baseline, no verdict in its favour")
+
+	fan := Result{Experiment: "fanout-1000", Clusters: 1000, FlotillaSeconds: 140, DirectSeconds: ptr(95.0), FloorSeconds: ptr(38.0),
+		OverheadSeconds: ptr(45.0)}
+	judge(&fan)
+	require.Equal(t, "≤ 50 s above max(direct, floor)", fan.Target)
+	require.True(t, *fan.TargetMet)
+
+	noFloor := Result{Experiment: "fanout-1000", Clusters: 1000, FlotillaSeconds: 100}
+	judge(&noFloor)
+	require.False(t, *noFloor.TargetMet)
+
+	quick := Result{Experiment: "fanout-1000", Clusters: 50, OverheadSeconds: ptr(500.0)}
+	judge(&quick)
+	require.Nil(t, quick.TargetMet)
 }
 
 // remote-chart-100 is judged on its remote row at full scale, on both goals: the time against the
@@ -250,7 +282,8 @@ func TestTwoWorkersIsJudgedOnTheirRatioToOne(t *testing.T) {
 
 	one := Result{Experiment: "deploy-50x50", Clusters: 50, Bundles: 50, FlotillaSeconds: 40, Ratio: ptr(3.0)}
 	judge(&one)
-	require.Equal(t, "≤ 50 s", one.Target, "the one-worker row keeps its own goal")
+	require.Equal(t, "≤ 50 s; ratio ≤ 1.30", one.Target, "the one-worker row keeps its own goal")
+	require.False(t, *one.TargetMet, "in time, but three times its direct loop")
 }
 
 // Tasks are credited to a worker by the process ID its SDK identity starts with; a PID that merely

@@ -24,11 +24,13 @@ import (
 
 // Targets from the issue, printed beside the measured values.
 const (
-	targetDeploy1x10Ratio      = 1.25
-	targetFleetShape1x10x3     = 1.5
-	targetFleetShape50x3       = 20.0
-	targetDeploy50x50          = 50.0
-	targetFanout1000           = 120.0
+	// targetDirectRatio bounds every deployment shape against its own direct baseline (issue 36, item 3).
+	targetDirectRatio      = 1.3
+	targetFleetShape1x10x3 = 1.5
+	targetFleetShape50x3   = 20.0
+	targetDeploy50x50      = 50.0
+	// targetFanout1000Overhead bounds what fanout-1000 takes above max(direct, orchestration floor).
+	targetFanout1000Overhead   = 50.0
 	targetIdleActions          = 2.0
 	targetIdleAPIRequests      = 5.0
 	targetWorkerMBPerCluster   = 1.0

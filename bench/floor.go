@@ -87,6 +87,29 @@ func floorObserve(_ context.Context, index int) (int, error) { return index, nil
 
 func floorApply(_ context.Context, index int) (int, error) { return index, nil }
 
+// floorAt is the orchestration floor at n clusters, measured once per run.
+func (e *env) floorAt(ctx context.Context, n int) (Result, error) {
+	if r, ok := e.floors[n]; ok {
+		return r, nil
+	}
+	r, err := e.orchestrationFloor(ctx, n)
+	if err == nil {
+		e.floors[n] = r
+	}
+	return r, err
+}
+
+// withOverhead records on a deployment row the floor at its size and what the deployment took above the
+// slower of its direct loop and that floor: no code with this workflow shape can take less than either.
+func withOverhead(r *Result, floorSeconds float64) {
+	r.FloorSeconds = ptr(floorSeconds)
+	bound := floorSeconds
+	if r.DirectSeconds != nil && *r.DirectSeconds > bound {
+		bound = *r.DirectSeconds
+	}
+	r.OverheadSeconds = ptr(round(r.FlotillaSeconds-bound, 2))
+}
+
 // orchestrationFloor times the empty shape for n clusters on a fresh Temporal dev server configured as
 // for every other experiment, with an in-process worker sized as flotilla-worker is.
 func (e *env) orchestrationFloor(ctx context.Context, n int) (Result, error) {

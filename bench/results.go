@@ -64,8 +64,11 @@ type Result struct {
 	// and for remote charts their resolution and the archive's fetch.
 	DiscoveredSeconds *float64 `json:"discovered_seconds,omitempty"`
 	// FloorSeconds is the orchestration-floor row's time: Flotilla's workflow shape with empty activities
-	// (no Kubernetes, no Helm) from the parent's start to every child's report.
-	FloorSeconds *float64 `json:"floor_seconds,omitempty"`
+	// (no Kubernetes, no Helm) from the parent's start to every child's report. A fanout-1000 row carries
+	// the floor at its own size from the same run, and OverheadSeconds, what Flotilla took above
+	// max(direct, floor): the part of a deployment that is Flotilla's own.
+	FloorSeconds    *float64 `json:"floor_seconds,omitempty"`
+	OverheadSeconds *float64 `json:"overhead_seconds,omitempty"`
 
 	// ChartSource is where a remote-chart-100 row's chart came from: "git" (vendored in the repository) or
 	// "helm-repo" (the benchmark's Helm repository, over HTTPS with basic auth).
@@ -264,6 +267,9 @@ func details(r Result) string {
 	}
 	if r.FloorSeconds != nil {
 		parts = append(parts, fmt.Sprintf("empty workflow shape done in %.2fs", *r.FloorSeconds))
+	}
+	if r.OverheadSeconds != nil {
+		parts = append(parts, fmt.Sprintf("%.1fs above max(direct, floor)", *r.OverheadSeconds))
 	}
 	if r.DiscoveredSeconds != nil && r.ChartSource != "" {
 		parts = append(parts, fmt.Sprintf("planned in %.2fs", *r.DiscoveredSeconds))

@@ -44,10 +44,13 @@ type env struct {
 	// results are the rows of every experiment of the run that succeeded so far, by experiment: a row
 	// measured against another experiment's (deploy-50x50-2workers) takes it from here.
 	results map[string][]Result
+	// floors are the orchestration-floor rows measured so far, by cluster count: fanout-1000 is judged
+	// against the floor at its own size, and the floor experiment reports the same measurement.
+	floors map[int]Result
 }
 
 func startEnv(ctx context.Context, cfg Config, logf func(string, ...any)) (*env, error) {
-	e := &env{cfg: cfg, dir: cfg.WorkDir, logf: logf, results: map[string][]Result{}}
+	e := &env{cfg: cfg, dir: cfg.WorkDir, logf: logf, results: map[string][]Result{}, floors: map[int]Result{}}
 	var specs []localk8s.ClusterOptions
 	for i := 0; i < cfg.APIServers; i++ {
 		name := fmt.Sprintf("api-%d", i)
