@@ -33,6 +33,9 @@ type Config struct {
 	// TemporalDynamicConfig is passed to the dev server (`--dynamic-config-value`); nil means
 	// TunedTemporal, an empty map the dev server's defaults.
 	TemporalDynamicConfig map[string]string
+	// NoFloor leaves the orchestration floor off the deployment rows (a comparison of two builds reads
+	// only their times).
+	NoFloor bool
 }
 
 // TunedTemporal is how the benchmark configures the Temporal dev server for one worker process: one
@@ -164,7 +167,10 @@ func (e *env) experiment(ctx context.Context, name string) ([]Result, error) {
 	deployed := func(dc deployCase) ([]Result, error) {
 		dc.experiment, dc.direct = name, true
 		res, _, err := e.deploy(ctx, dc)
-		return one(res, err)
+		if err != nil {
+			return nil, err
+		}
+		return one(res, e.againstFloor(ctx, &res))
 	}
 	switch name {
 	case "fleet-shape-1x10x3":
@@ -178,6 +184,9 @@ func (e *env) experiment(ctx context.Context, name string) ([]Result, error) {
 		for _, n := range []int{10, e.scale(100, 30)} {
 			dc := deployCase{experiment: name, tag: fmt.Sprintf("d1x10n%d", n), clusters: n, bundles: 1, cms: 10, direct: true}
 			res, _, err := e.deploy(ctx, dc)
+			if err == nil {
+				err = e.againstFloor(ctx, &res)
+			}
 			if err != nil {
 				return out, err
 			}
@@ -196,16 +205,7 @@ func (e *env) experiment(ctx context.Context, name string) ([]Result, error) {
 		return one(res, err)
 	case "fanout-1000":
 		n := e.scale(1000, 50)
-		res, err := deployed(deployCase{tag: "fan", clusters: n, bundles: 1, cms: 10, simulate: true, timeout: 15 * time.Minute})
-		if err != nil {
-			return res, err
-		}
-		floor, err := e.floorAt(ctx, n)
-		if err != nil {
-			return res, fmt.Errorf("orchestration floor at %d clusters: %w", n, err)
-		}
-		withOverhead(&res[0], *floor.FloorSeconds)
-		return res, nil
+		return deployed(deployCase{tag: "fan", clusters: n, bundles: 1, cms: 10, simulate: true, timeout: 15 * time.Minute})
 	case "orchestration-floor":
 		var out []Result
 		for _, n := range []int{e.scale(100, 30), e.scale(1000, 50)} {

@@ -121,7 +121,7 @@ func Compare(ctx context.Context, cc CompareConfig) (Comparison, error) {
 	for round := 1; round <= cc.Rounds; round++ {
 		for i, side := range sides {
 			cfg := cc.Config
-			cfg.BinDir = side.bin
+			cfg.BinDir, cfg.NoFloor = side.bin, true
 			cfg.WorkDir = filepath.Join(cc.WorkDir, fmt.Sprintf("%s-%d", side.name, round))
 			if err := os.MkdirAll(cfg.WorkDir, 0o755); err != nil {
 				return cmp, err

@@ -99,6 +99,20 @@ func (e *env) floorAt(ctx context.Context, n int) (Result, error) {
 	return r, err
 }
 
+// againstFloor records on a deployment row the orchestration floor at its number of clusters, measured in
+// this run, and what the deployment took above the slower of its direct loop and that floor.
+func (e *env) againstFloor(ctx context.Context, r *Result) error {
+	if e.cfg.NoFloor {
+		return nil
+	}
+	floor, err := e.floorAt(ctx, r.Clusters)
+	if err != nil {
+		return fmt.Errorf("orchestration floor at %d clusters: %w", r.Clusters, err)
+	}
+	withOverhead(r, *floor.FloorSeconds)
+	return nil
+}
+
 // withOverhead records on a deployment row the floor at its size and what the deployment took above the
 // slower of its direct loop and that floor: no code with this workflow shape can take less than either.
 func withOverhead(r *Result, floorSeconds float64) {

@@ -64,9 +64,10 @@ type Result struct {
 	// and for remote charts their resolution and the archive's fetch.
 	DiscoveredSeconds *float64 `json:"discovered_seconds,omitempty"`
 	// FloorSeconds is the orchestration-floor row's time: Flotilla's workflow shape with empty activities
-	// (no Kubernetes, no Helm) from the parent's start to every child's report. A fanout-1000 row carries
-	// the floor at its own size from the same run, and OverheadSeconds, what Flotilla took above
-	// max(direct, floor): the part of a deployment that is Flotilla's own.
+	// (no Kubernetes, no Helm) from the parent's start to every child's report. A deployment row with a
+	// direct baseline carries the floor at its own number of clusters from the same run, and
+	// OverheadSeconds, what Flotilla took above max(direct, floor): the part of a deployment that is
+	// Flotilla's own.
 	FloorSeconds    *float64 `json:"floor_seconds,omitempty"`
 	OverheadSeconds *float64 `json:"overhead_seconds,omitempty"`
 
