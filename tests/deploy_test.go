@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -272,4 +273,52 @@ func TestTemporalCLIStartsAGitRepoWithTheDocumentedJSON(t *testing.T) {
 		"--workflow-id", "gitrepo/from-cli", "--type", "status").CombinedOutput()
 	require.NoError(t, err, string(out))
 	require.Contains(t, string(out), `"readyClusters":1`)
+}
+
+// An Apply returns the observation the cluster then reports: each applied bundle read as soon as its own
+// apply is done, the bundles it did not touch read after, so the report that follows an Apply counts
+// every bundle, at its new revision, with no observation of its own in between.
+func TestTheReportAfterAnApplyCountsEveryBundleFromTheApplysObservation(t *testing.T) {
+	t.Parallel()
+	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a"}}})
+	configMap := func(bundle, version string) map[string]string {
+		return map[string]string{
+			bundle + "/fleet.yaml": "defaultNamespace: " + bundle + "\n",
+			bundle + "/cm.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + bundle + "\ndata:\n  version: \"" + version + "\"\n",
+		}
+	}
+	files := map[string]string{}
+	for _, b := range []string{"one", "two", "three"} {
+		maps.Copy(files, configMap(b, "1"))
+	}
+	repo := s.NewRepo(files)
+	s.AddCluster("a", "a", nil, nil)
+	s.Apply(harness.GitRepoYAML("observed", repo.URL(), "  paths: [one, two, three]\n  targets: [{clusterName: a}]\n"))
+	s.WaitStatus("observed", 2*time.Minute, "Ready", harness.AllReady)
+
+	head := repo.Commit(configMap("two", "2"), "two changes alone")
+	s.WaitStatus("observed", 2*time.Minute, "the new commit Ready", func(st api.GitRepoStatus) bool {
+		return st.Commit == head && harness.AllReady(st)
+	})
+
+	applies := s.AppliesAndReports(api.ClusterWorkflowID("observed", "a"))
+	require.Len(t, applies, 2, "the install and the upgrade of bundle two")
+	require.Len(t, applies[0].Actions, 3)
+	require.Equal(t, []api.BundleAction{{Bundle: "observed-two", Action: api.ActionUpgrade, ExpectedID: applies[1].Actions[0].ExpectedID}},
+		applies[1].Actions, "bundles one and three are unchanged")
+	for i, want := range []map[string]int{
+		{"observed-one": 1, "observed-two": 1, "observed-three": 1},
+		{"observed-one": 1, "observed-two": 2, "observed-three": 1},
+	} {
+		a := applies[i]
+		require.Zero(t, a.ObservedBetween, "apply %d: the report is the Apply's own observation", i)
+		require.Equal(t, api.StateReady, a.Report.Status.State, "apply %d: %+v", i, a.Report.Status)
+		got := map[string]int{}
+		for _, b := range a.Report.Status.Bundles {
+			require.Equal(t, api.StateReady, b.State, "apply %d: bundle %s", i, b.Name)
+			require.Equal(t, 1, b.ResourceCounts.Ready, "apply %d: bundle %s: its ConfigMap counted", i, b.Name)
+			got[b.Name] = b.Revision
+		}
+		require.Equal(t, want, got, "apply %d: every bundle at its revision", i)
+	}
 }

@@ -89,6 +89,8 @@ type Stack struct {
 	// its agents, each given its cluster's key.
 	InstallationKeyFile string
 	InstallationKey     agentkey.Key
+	// dc reads the payloads of histories as the stack's client writes them.
+	dc converter.DataConverter
 }
 
 // Options choose the clusters of a stack.
@@ -180,6 +182,10 @@ func Start(t *testing.T, o Options) *Stack {
 	copts.HostPort = s.address
 	if dc != nil {
 		copts.DataConverter = dc
+	}
+	s.dc = converter.GetDefaultDataConverter()
+	if dc != nil {
+		s.dc = dc
 	}
 	c, err := client.Dial(copts)
 	require.NoError(t, err)
