@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -57,10 +56,6 @@ func (a *Activities) Apply(ctx context.Context, in api.ApplyInput) (api.ApplyRes
 			a.logger().Warn("fetching packages", zap.String("cluster", in.Target.Cluster), zap.Error(err))
 		}
 	}
-	var after *afterApply
-	if in.Observe {
-		after = newAfterApply(in.Target, in.Actions)
-	}
 	err = a.forEach(len(in.Actions), func(i int) error {
 		start := time.Now()
 		r, err := a.applyBundle(ctx, h, in.Target, refs[in.Actions[i].Bundle], in.Actions[i])
@@ -68,86 +63,19 @@ func (a *Activities) Apply(ctx context.Context, in api.ApplyInput) (api.ApplyRes
 		// A lost cluster is retried as a whole and counted when it is applied, not once per bundle here.
 		if err == nil {
 			a.Metrics.Apply(string(in.Actions[i].Action), applyResult(r), time.Since(start))
-			// Observed at once, while the other bundles are still being applied: a pass of its own after
-			// the last apply was a second wait on the cluster for every bundle.
-			after.observe(ctx, a, h, i)
 		}
 		return err
 	})
 	if err != nil {
 		return api.ApplyResult{}, a.clusterError(in.Target.Cluster, err)
 	}
-	if after != nil {
+	if in.Observe {
 		// What was applied stands even if this read fails; the workflow then observes on its own.
-		if obs, ok := after.rest(ctx, a, h); ok {
+		if obs, err := a.observe(ctx, h, in.Target, true); err == nil {
 			res.Observation = &obs
 		}
 	}
 	return res, nil
-}
-
-// afterApply is the observation an Apply returns: each applied bundle observed as soon as its own apply
-// is done, the bundles it did not act on once every apply is.
-type afterApply struct {
-	target api.ClusterTarget
-	// slot is the index in target.Bundles of each action's bundle; -1 for an action whose bundle is
-	// another action's too or not in the target, observed with the rest.
-	slot   []int
-	bundle []api.BundleObservation
-	done   []bool
-	failed atomic.Bool
-}
-
-func newAfterApply(t api.ClusterTarget, actions []api.BundleAction) *afterApply {
-	at := map[string]int{}
-	for i, b := range t.Bundles {
-		at[b.Name] = i
-	}
-	x := &afterApply{target: t, slot: make([]int, len(actions)), bundle: make([]api.BundleObservation, len(t.Bundles)),
-		done: make([]bool, len(t.Bundles))}
-	taken := map[int]bool{}
-	for i, act := range actions {
-		j, ok := at[act.Bundle]
-		if !ok || taken[j] {
-			j = -1
-		}
-		taken[j], x.slot[i] = true, j
-	}
-	return x
-}
-
-// observe observes the bundle of action i; each action's slot is its own, so calls run concurrently.
-func (x *afterApply) observe(ctx context.Context, a *Activities, h *clusterHandle, i int) {
-	if x == nil || x.slot[i] < 0 {
-		return
-	}
-	j := x.slot[i]
-	o, err := a.observeBundle(ctx, h, x.target, x.target.Bundles[j], true)
-	if err != nil {
-		x.failed.Store(true)
-		return
-	}
-	x.bundle[j], x.done[j] = o, true
-}
-
-// rest observes every bundle not yet observed and returns the whole observation; false when a bundle
-// could not be observed.
-func (x *afterApply) rest(ctx context.Context, a *Activities, h *clusterHandle) (api.Observation, bool) {
-	var todo []int
-	for j, ok := range x.done {
-		if !ok {
-			todo = append(todo, j)
-		}
-	}
-	err := a.forEach(len(todo), func(k int) error {
-		o, err := a.observeBundle(ctx, h, x.target, x.target.Bundles[todo[k]], true)
-		x.bundle[todo[k]] = o
-		return err
-	})
-	if err != nil || x.failed.Load() {
-		return api.Observation{}, false
-	}
-	return api.Observation{Bundles: x.bundle, CheckedAt: time.Now()}, true
 }
 
 func (a *Activities) applyBundle(ctx context.Context, h *clusterHandle, t api.ClusterTarget, ref api.BundleRef, act api.BundleAction) (out api.BundleApplyResult, err error) {
