@@ -347,18 +347,16 @@ func TestAFullRunLeavesTheScaleExperimentsOutAndAQuickRunKeepsTheirHarnessWorkin
 	}
 }
 
-// A deployment row's lower bound is the slowest of its direct loop, the empty workflow shape and the CPU
-// both need together over the cores; its overhead is measured from the slower of the first two only.
-func TestADeploymentRowIsBoundedByItsDirectLoopAndTheFloor(t *testing.T) {
+// A deployment row's overhead is what it took above the slower of its direct loop and the empty workflow
+// shape at its size; the floor's CPU is carried for the bound docs/performance.md derives from it.
+func TestADeploymentRowsOverheadIsMeasuredFromItsDirectLoopOrTheFloor(t *testing.T) {
 	floor := Result{Experiment: "orchestration-floor", FloorSeconds: ptr(24.0), WorkerCPUSeconds: 6, TemporalCPUSeconds: 30}
-	cpuBound := Result{Experiment: "fanout-1000", Clusters: 1000, FlotillaSeconds: 124, DirectSeconds: ptr(64.0), DirectCPUSeconds: ptr(126.0)}
-	withOverhead(&cpuBound, floor, 2)
-	require.Equal(t, 60.0, *cpuBound.OverheadSeconds)
-	require.Equal(t, 36.0, *cpuBound.FloorCPUSeconds)
-	require.Equal(t, 81.0, *cpuBound.LowerBoundSeconds, "(126 + 36) / 2 cores")
+	fanout := Result{Experiment: "fanout-1000", Clusters: 1000, FlotillaSeconds: 124, DirectSeconds: ptr(64.0)}
+	withOverhead(&fanout, floor)
+	require.Equal(t, 60.0, *fanout.OverheadSeconds)
+	require.Equal(t, 36.0, *fanout.FloorCPUSeconds)
 
-	latencyBound := Result{Experiment: "fleet-shape-1x10x3", Clusters: 3, FlotillaSeconds: 0.4, DirectSeconds: ptr(0.3), DirectCPUSeconds: ptr(0.2)}
-	withOverhead(&latencyBound, Result{FloorSeconds: ptr(0.1), WorkerCPUSeconds: 0.05, TemporalCPUSeconds: 0.05}, 2)
-	require.Equal(t, 0.3, *latencyBound.LowerBoundSeconds, "never below the direct loop's own time")
-	require.InDelta(t, 0.1, *latencyBound.OverheadSeconds, 1e-9)
+	slowFloor := Result{Experiment: "deploy-1x10", Clusters: 10, FlotillaSeconds: 1.5, DirectSeconds: ptr(0.5)}
+	withOverhead(&slowFloor, Result{FloorSeconds: ptr(1.0)})
+	require.InDelta(t, 0.5, *slowFloor.OverheadSeconds, 1e-9, "measured from the floor when it is the slower")
 }

@@ -70,10 +70,8 @@ type Result struct {
 	// Flotilla's own.
 	FloorSeconds    *float64 `json:"floor_seconds,omitempty"`
 	OverheadSeconds *float64 `json:"overhead_seconds,omitempty"`
-	// FloorCPUSeconds is that floor's CPU (its worker and Temporal); LowerBoundSeconds the least time any
-	// code with this workflow shape could take here: max(direct, floor, (direct CPU + floor CPU) / cores).
-	FloorCPUSeconds   *float64 `json:"floor_cpu_seconds,omitempty"`
-	LowerBoundSeconds *float64 `json:"lower_bound_seconds,omitempty"`
+	// FloorCPUSeconds is that floor's CPU, its worker's and Temporal's.
+	FloorCPUSeconds *float64 `json:"floor_cpu_seconds,omitempty"`
 
 	// ChartSource is where a remote-chart-100 row's chart came from: "git" (vendored in the repository) or
 	// "helm-repo" (the benchmark's Helm repository, over HTTPS with basic auth).
@@ -276,9 +274,7 @@ func details(r Result) string {
 	if r.OverheadSeconds != nil {
 		parts = append(parts, fmt.Sprintf("%.1fs above max(direct, floor)", *r.OverheadSeconds))
 	}
-	if r.LowerBoundSeconds != nil && r.DirectSeconds != nil && *r.DirectSeconds > 0 {
-		parts = append(parts, fmt.Sprintf("lower bound %.2fs (ratio %.2f)", *r.LowerBoundSeconds, *r.LowerBoundSeconds / *r.DirectSeconds))
-	}
+
 	if r.DiscoveredSeconds != nil && r.ChartSource != "" {
 		parts = append(parts, fmt.Sprintf("planned in %.2fs", *r.DiscoveredSeconds))
 	} else if r.DiscoveredSeconds != nil {
