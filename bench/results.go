@@ -274,7 +274,6 @@ func details(r Result) string {
 	if r.OverheadSeconds != nil {
 		parts = append(parts, fmt.Sprintf("%.1fs above max(direct, floor)", *r.OverheadSeconds))
 	}
-
 	if r.DiscoveredSeconds != nil && r.ChartSource != "" {
 		parts = append(parts, fmt.Sprintf("planned in %.2fs", *r.DiscoveredSeconds))
 	} else if r.DiscoveredSeconds != nil {

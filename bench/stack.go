@@ -44,8 +44,8 @@ type env struct {
 	// results are the rows of every experiment of the run that succeeded so far, by experiment: a row
 	// measured against another experiment's (deploy-50x50-2workers) takes it from here.
 	results map[string][]Result
-	// floors are the orchestration-floor rows measured so far, by cluster count: fanout-1000 is judged
-	// against the floor at its own size, and the floor experiment reports the same measurement.
+	// floors are the orchestration-floor rows measured so far, by cluster count: every deployment row
+	// carries the floor at its own size, and the floor experiment reports the same measurement.
 	floors map[int]Result
 }
 

@@ -275,9 +275,9 @@ func TestTemporalCLIStartsAGitRepoWithTheDocumentedJSON(t *testing.T) {
 	require.Contains(t, string(out), `"readyClusters":1`)
 }
 
-// An Apply returns the observation the cluster then reports: each applied bundle read as soon as its own
-// apply is done, the bundles it did not touch read after, so the report that follows an Apply counts
-// every bundle, at its new revision, with no observation of its own in between.
+// An Apply returns an observation of every bundle of the cluster, the ones it acted on and the ones it did
+// not, and that is what the cluster reports next: the report that follows an Apply counts every bundle at
+// its revision, with no observation of the workflow's own in between.
 func TestTheReportAfterAnApplyCountsEveryBundleFromTheApplysObservation(t *testing.T) {
 	t.Parallel()
 	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "a"}}})

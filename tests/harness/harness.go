@@ -124,13 +124,13 @@ func Start(t *testing.T, o Options) *Stack {
 	var err error
 	s.InstallationKeyFile, s.InstallationKey, err = devenv.NewInstallationKey(s.Dir)
 	require.NoError(t, err)
-	var dc converter.DataConverter
+	s.dc = converter.GetDefaultDataConverter()
 	if o.CodecKeyFile != "" {
 		s.workerArgs = append([]string{"--codec-key-file", o.CodecKeyFile}, s.workerArgs...)
 		s.cliArgs = []string{"--codec-key-file", o.CodecKeyFile}
 		cdc, err := codec.Load(o.CodecKeyFile)
 		require.NoError(t, err)
-		dc = cdc.DataConverter()
+		s.dc = cdc.DataConverter()
 	}
 	// The clusters and Temporal start side by side: each spends most of its start waiting for readiness.
 	type started struct {
@@ -180,13 +180,7 @@ func Start(t *testing.T, o Options) *Stack {
 	require.NoError(t, k.err)
 	require.NoError(t, temporalErr)
 	copts.HostPort = s.address
-	if dc != nil {
-		copts.DataConverter = dc
-	}
-	s.dc = converter.GetDefaultDataConverter()
-	if dc != nil {
-		s.dc = dc
-	}
+	copts.DataConverter = s.dc
 	c, err := client.Dial(copts)
 	require.NoError(t, err)
 	s.Client = c
