@@ -26,6 +26,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/internal/charts"
 	"github.com/flotilla-gitops/flotilla/internal/content"
 	"github.com/flotilla-gitops/flotilla/internal/gitcache"
+	"github.com/flotilla-gitops/flotilla/internal/kubeconfigsecret"
 	"github.com/flotilla-gitops/flotilla/internal/metrics"
 	"github.com/flotilla-gitops/flotilla/internal/parallel"
 	"github.com/flotilla-gitops/flotilla/inventory"
@@ -73,6 +74,9 @@ type Activities struct {
 	Workspaces WorkspacePolicy
 	// Metrics records applies, checks and git operations; nil records nothing.
 	Metrics *metrics.Flotilla
+	// KubeconfigSecrets reads the kubeconfig of a cluster registered with spec.kubeConfigSecret from the
+	// management cluster (ADR 38); nil: such clusters are unreachable, with an error saying why.
+	KubeconfigSecrets *kubeconfigsecret.Source
 
 	renders   renderCache
 	inventory inventoryCache
@@ -108,7 +112,7 @@ func (a *Activities) handle(ctx context.Context, t api.ClusterTarget, ping bool,
 	if err != nil {
 		return nil, err
 	}
-	if h.client, err = a.clusterClient(t, c); err != nil {
+	if h.client, err = a.clusterClient(ctx, t, c); err != nil {
 		return nil, err
 	}
 	if a.Local != nil {
@@ -164,7 +168,7 @@ func (a *Activities) entry(ctx context.Context, t api.ClusterTarget) (*clusterHa
 // clusterClient is the client of cluster c: in an agent, its own cluster's and no other; in the
 // management worker, the one its kubeconfig reaches. An agent-mode cluster has no kubeconfig here, and
 // the worker never reaches it: its tasks go to its agent.
-func (a *Activities) clusterClient(t api.ClusterTarget, c fleet.Cluster) (*agentclient.Client, error) {
+func (a *Activities) clusterClient(ctx context.Context, t api.ClusterTarget, c fleet.Cluster) (*agentclient.Client, error) {
 	if a.Local != nil {
 		return a.Local.clientFor(t.Namespace, t.Cluster)
 	}
@@ -172,11 +176,25 @@ func (a *Activities) clusterClient(t api.ClusterTarget, c fleet.Cluster) (*agent
 		return nil, temporal.NewApplicationError(fmt.Sprintf("cluster %q is registered with an agent: only its flotilla-agent reaches it, "+
 			"and this worker holds no kubeconfig for it", clusterRef(t)), api.ErrTypeUnreachable)
 	}
+	cfg := agentclient.Config{KubeconfigPath: c.Spec.KubeConfigPath, Context: c.Spec.KubeConfigContext, QPS: a.HelmQPS, Burst: a.HelmBurst}
+	if c.Spec.KubeConfigSecret != "" {
+		// The Secret is the cluster's own namespace's (inventory.ValidateCluster), so a workspace reads no other's.
+		ns := fleet.Workspace(c.Metadata.Namespace)
+		data, err := a.KubeconfigSecrets.Get(ctx, ns, c.Spec.KubeConfigSecret)
+		if err != nil {
+			return nil, temporal.NewApplicationError(fmt.Sprintf("cluster %q: %v", clusterRef(t), err), api.ErrTypeUnreachable)
+		}
+		cfg.KubeconfigPath = "secret " + ns + "/" + c.Spec.KubeConfigSecret
+		cl, err := a.Clusters.GetFrom(cfg, data)
+		if err != nil {
+			return nil, temporal.NewApplicationError(fmt.Sprintf("cluster %q: %v", clusterRef(t), err), api.ErrTypeUnreachable)
+		}
+		return cl, nil
+	}
 	if err := a.Workspaces.kubeconfig(t.Key().Namespace, t.Cluster, c.Spec.KubeConfigPath); err != nil {
 		return nil, err
 	}
-	cl, err := a.Clusters.Get(agentclient.Config{KubeconfigPath: c.Spec.KubeConfigPath, Context: c.Spec.KubeConfigContext,
-		QPS: a.HelmQPS, Burst: a.HelmBurst})
+	cl, err := a.Clusters.Get(cfg)
 	if err != nil {
 		return nil, temporal.NewApplicationError(fmt.Sprintf("cluster %q: %v", clusterRef(t), err), api.ErrTypeUnreachable)
 	}

@@ -26,7 +26,7 @@ func (a *Activities) Uninstall(ctx context.Context, in api.UninstallInput) (api.
 		return api.UninstallResult{}, nil
 	}
 	target := api.ClusterTarget{GitRepo: in.GitRepo, Cluster: in.Cluster, Namespace: in.Namespace}
-	cl, err := a.clusterClient(target, c)
+	cl, err := a.clusterClient(ctx, target, c)
 	if err != nil {
 		return api.UninstallResult{}, err
 	}

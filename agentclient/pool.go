@@ -74,6 +74,20 @@ func (p *Pool) Get(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
 	}
+	return p.get(cfg, data)
+}
+
+// GetFrom is Get for a kubeconfig held in memory (read from a Secret, say): cfg.KubeconfigPath names its
+// source in messages and keys the cache, and a changed content rebuilds the Client as an edited file does.
+func (p *Pool) GetFrom(cfg Config, kubeconfig []byte) (*Client, error) {
+	if cfg.KubeconfigPath == "" {
+		return nil, fmt.Errorf("agentclient: Config.KubeconfigPath is empty")
+	}
+	return p.get(cfg, kubeconfig)
+}
+
+func (p *Pool) get(cfg Config, data []byte) (*Client, error) {
+	path := cfg.KubeconfigPath
 	hash := sha256.Sum256(data)
 
 	p.mu.Lock()

@@ -80,6 +80,33 @@ func TestPoolBuildsOneClientPerClusterAndRebuildsWhenTheKubeconfigChanges(t *tes
 	require.NotSame(t, first.locks, west.locks)
 }
 
+// A kubeconfig read from a Secret is keyed by the name of its source: the same content reuses the Client,
+// a rotated one rebuilds it.
+func TestPoolBuildsAClientFromAKubeconfigInMemory(t *testing.T) {
+	pool := NewPool(nil)
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	writeKubeconfig(t, path, "https://"+deadPort(t))
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	cfg := Config{KubeconfigPath: "secret team-a/edge-kubeconfig"}
+	first, err := pool.GetFrom(cfg, data)
+	require.NoError(t, err)
+	again, err := pool.GetFrom(cfg, data)
+	require.NoError(t, err)
+	require.Same(t, first, again)
+
+	writeKubeconfig(t, path, "https://"+deadPort(t))
+	rotated, err := os.ReadFile(path)
+	require.NoError(t, err)
+	rebuilt, err := pool.GetFrom(cfg, rotated)
+	require.NoError(t, err)
+	require.NotSame(t, first, rebuilt)
+	require.Same(t, first.locks, rebuilt.locks, "release locks survive the rebuild")
+
+	_, err = pool.GetFrom(cfg, []byte("not: [a kubeconfig"))
+	require.ErrorContains(t, err, "secret team-a/edge-kubeconfig")
+}
+
 func TestPoolErrorsNameTheFileAndContextButNoCredentials(t *testing.T) {
 	dir := t.TempDir()
 	pool := NewPool(nil)

@@ -16,6 +16,8 @@ const (
 	KindGitRepo      = "GitRepo"
 	KindCluster      = "Cluster"
 	KindClusterGroup = "ClusterGroup"
+	// KindGitRepoRestriction is read only from a management cluster (flotilla-controller).
+	KindGitRepoRestriction = "GitRepoRestriction"
 )
 
 // DefaultNamespace is the namespace (Fleet's "workspace") of objects that do not name one.
@@ -147,6 +149,13 @@ type ClusterSpec struct {
 	KubeConfigPath string `json:"kubeConfigPath,omitempty"`
 	// KubeConfigContext selects a context in that file; empty means its current context.
 	KubeConfigContext string `json:"kubeConfigContext,omitempty"`
+	// KubeConfigSecret is a Secret of the cluster's own namespace in the management cluster whose key
+	// `value` holds its kubeconfig, certificates inlined, as Fleet's: the worker reads it there (ADR 38).
+	// Only the name travels through Temporal.
+	KubeConfigSecret string `json:"kubeConfigSecret,omitempty"`
+	// KubeConfigSecretNamespace is Fleet's field; Flotilla accepts only the cluster's own namespace, so that
+	// a workspace reaches no other's Secrets.
+	KubeConfigSecretNamespace string `json:"kubeConfigSecretNamespace,omitempty"`
 	// Paused freezes every bundle on this cluster.
 	Paused bool `json:"paused,omitempty"`
 	// ConfineToNamespace is a Flotilla extension for benchmarks and tests: it makes this cluster one

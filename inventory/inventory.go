@@ -83,6 +83,14 @@ func ValidateCluster(c fleet.Cluster) error {
 	if err := validAccess(name, c.Spec); err != nil {
 		return err
 	}
+	// A kubeconfig Secret is read in the cluster's own namespace only: one workspace names no other's Secrets.
+	if ns := c.Spec.KubeConfigSecretNamespace; ns != "" && ns != fleet.Workspace(c.Metadata.Namespace) {
+		return fmt.Errorf("cluster %q: spec.kubeConfigSecretNamespace %q: a kubeconfig Secret is read in the cluster's own namespace %q only",
+			name, ns, fleet.Workspace(c.Metadata.Namespace))
+	}
+	if c.Spec.KubeConfigSecretNamespace != "" && c.Spec.KubeConfigSecret == "" {
+		return fmt.Errorf("cluster %q: spec.kubeConfigSecretNamespace is set without spec.kubeConfigSecret", name)
+	}
 	if ns := c.Spec.ConfineToNamespace; ns != "" && (!dnsLabel.MatchString(ns) || len(ns) > 63) {
 		return fmt.Errorf("cluster %q: spec.confineToNamespace %q: must be a DNS label", name, ns)
 	}
@@ -96,14 +104,24 @@ func ValidateCluster(c fleet.Cluster) error {
 // host, or through the cluster's own agent (ADR 22), never both, since the cluster workflow sends its
 // activities to one place only and a kubeconfig left beside an agent would suggest a path that is not taken.
 func validAccess(name string, s fleet.ClusterSpec) error {
+	var ways []string
+	for _, w := range []struct {
+		field string
+		set   bool
+	}{{"spec.kubeConfigPath", s.KubeConfigPath != ""}, {"spec.kubeConfigSecret", s.KubeConfigSecret != ""}, {"spec.agent", s.Agent != nil}} {
+		if w.set {
+			ways = append(ways, w.field)
+		}
+	}
 	switch {
-	case s.KubeConfigPath != "" && s.Agent != nil:
-		return fmt.Errorf("cluster %q: spec.kubeConfigPath and spec.agent are both set: give one (a kubeconfig on the worker's host, "+
-			"or an agent in the cluster that dials out), not both", name)
-	case s.KubeConfigPath == "" && s.Agent == nil:
-		return fmt.Errorf("cluster %q: spec.kubeConfigPath or spec.agent is required (a kubeconfig file on the worker's host, "+
-			"or an agent in the cluster that dials out)", name)
-	case s.Agent == nil:
+	case len(ways) > 1:
+		return fmt.Errorf("cluster %q: %s are all set: give one (a kubeconfig on the worker's host, a kubeconfig Secret in the "+
+			"management cluster, or an agent in the cluster that dials out)", name, strings.Join(ways, " and "))
+	case len(ways) == 0:
+		return fmt.Errorf("cluster %q: spec.kubeConfigPath, spec.kubeConfigSecret or spec.agent is required (a kubeconfig file on the "+
+			"worker's host, a kubeconfig Secret in the management cluster, or an agent in the cluster that dials out)", name)
+	}
+	if s.Agent == nil {
 		return nil
 	}
 	if s.KubeConfigContext != "" {
@@ -206,7 +224,7 @@ func (inv *Inventory) CheckAdd(c fleet.Cluster) error {
 		changed = append(changed, "mode ("+mode(old)+", now "+mode(c)+")")
 	case old.Spec.Agent != nil:
 		changed = append(changed, agentChanges(*old.Spec.Agent, *c.Spec.Agent)...)
-	case old.Spec.KubeConfigPath+"#"+old.Spec.KubeConfigContext != c.Spec.KubeConfigPath+"#"+c.Spec.KubeConfigContext:
+	case old.Spec.KubeConfigPath+"#"+old.Spec.KubeConfigSecret+"#"+old.Spec.KubeConfigContext != c.Spec.KubeConfigPath+"#"+c.Spec.KubeConfigSecret+"#"+c.Spec.KubeConfigContext:
 		changed = append(changed, "kubeconfig")
 	}
 	for _, f := range []struct {

@@ -209,24 +209,41 @@ func agentCluster(name string, a fleet.ClusterAgent) fleet.Cluster {
 	return fleet.Cluster{Metadata: fleet.ObjectMeta{Name: name}, Spec: fleet.ClusterSpec{Agent: &a}}
 }
 
-// A cluster is reached one way: through a kubeconfig on the worker's host or through its own agent. Both
-// or neither is refused, naming the cluster and both fields.
-func TestAClusterHasAKubeconfigOrAnAgentNotBoth(t *testing.T) {
+// A cluster is reached one way: through a kubeconfig on the worker's host, a kubeconfig Secret in the
+// management cluster, or its own agent. More than one or none is refused, naming the cluster and the fields.
+func TestAClusterHasOneWayIn(t *testing.T) {
 	require.NoError(t, ValidateCluster(cluster("edge", nil)))
 	require.NoError(t, ValidateCluster(agentCluster("edge", fleet.ClusterAgent{})), "every agent setting has a default")
+	fromSecret := fleet.Cluster{Metadata: fleet.ObjectMeta{Name: "edge", Namespace: "team-a"},
+		Spec: fleet.ClusterSpec{KubeConfigSecret: "edge-kubeconfig", KubeConfigSecretNamespace: "team-a"}}
+	require.NoError(t, ValidateCluster(fromSecret))
 
 	both := cluster("edge", nil)
 	both.Spec.Agent = &fleet.ClusterAgent{}
-	require.EqualError(t, ValidateCluster(both), `cluster "edge": spec.kubeConfigPath and spec.agent are both set: give one `+
-		`(a kubeconfig on the worker's host, or an agent in the cluster that dials out), not both`)
+	require.EqualError(t, ValidateCluster(both), `cluster "edge": spec.kubeConfigPath and spec.agent are all set: give one `+
+		`(a kubeconfig on the worker's host, a kubeconfig Secret in the management cluster, or an agent in the cluster that dials out)`)
+	pathAndSecret := cluster("edge", nil)
+	pathAndSecret.Spec.KubeConfigSecret = "edge-kubeconfig"
+	require.ErrorContains(t, ValidateCluster(pathAndSecret), `spec.kubeConfigPath and spec.kubeConfigSecret are all set`)
 
 	neither := fleet.Cluster{Metadata: fleet.ObjectMeta{Name: "edge", Namespace: "team-a"}}
-	require.EqualError(t, ValidateCluster(neither), `cluster "team-a/edge": spec.kubeConfigPath or spec.agent is required `+
-		`(a kubeconfig file on the worker's host, or an agent in the cluster that dials out)`)
+	require.EqualError(t, ValidateCluster(neither), `cluster "team-a/edge": spec.kubeConfigPath, spec.kubeConfigSecret or spec.agent is required `+
+		`(a kubeconfig file on the worker's host, a kubeconfig Secret in the management cluster, or an agent in the cluster that dials out)`)
 
 	withContext := agentCluster("edge", fleet.ClusterAgent{})
 	withContext.Spec.KubeConfigContext = "prod"
 	require.ErrorContains(t, ValidateCluster(withContext), `cluster "edge": spec.kubeConfigContext "prod" is set on an agent-mode cluster`)
+}
+
+// A workspace's cluster reads its kubeconfig Secret in its own namespace, never another workspace's.
+func TestAKubeconfigSecretIsReadInTheClustersOwnNamespace(t *testing.T) {
+	other := fleet.Cluster{Metadata: fleet.ObjectMeta{Name: "edge", Namespace: "team-a"},
+		Spec: fleet.ClusterSpec{KubeConfigSecret: "edge-kubeconfig", KubeConfigSecretNamespace: "team-b"}}
+	require.EqualError(t, ValidateCluster(other), `cluster "team-a/edge": spec.kubeConfigSecretNamespace "team-b": `+
+		`a kubeconfig Secret is read in the cluster's own namespace "team-a" only`)
+	inDefault := fleet.Cluster{Metadata: fleet.ObjectMeta{Name: "edge"},
+		Spec: fleet.ClusterSpec{KubeConfigSecret: "edge-kubeconfig", KubeConfigSecretNamespace: "fleet-default"}}
+	require.NoError(t, ValidateCluster(inDefault))
 }
 
 func TestAnAgentsSettingsAreChecked(t *testing.T) {

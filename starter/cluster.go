@@ -226,6 +226,9 @@ func printClusters(out io.Writer, format string, all bool, inv inventory.Invento
 			}
 		}
 		kubeconfig, mode, seen, version := c.Spec.KubeConfigPath, "kubeconfig", "-", "-"
+		if c.Spec.KubeConfigSecret != "" {
+			kubeconfig = "secret " + c.Spec.KubeConfigSecret
+		}
 		if c.Spec.Agent != nil {
 			kubeconfig, mode, seen, version = "-", "agent", agents[i].lastSeenText(now), agents[i].versionText()
 		}

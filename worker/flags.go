@@ -16,6 +16,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/internal/agentkey"
 	"github.com/flotilla-gitops/flotilla/internal/charts"
 	"github.com/flotilla-gitops/flotilla/internal/envdefault"
+	"github.com/flotilla-gitops/flotilla/internal/kubeconfigsecret"
 	"github.com/flotilla-gitops/flotilla/internal/temporalconn"
 	"github.com/flotilla-gitops/flotilla/internal/workeropts"
 	"github.com/flotilla-gitops/flotilla/webhook"
@@ -44,6 +45,7 @@ type config struct {
 	allowChartNetworks           []netip.Prefix
 	installationKey              agentkey.Key
 	workspaces                   activities.WorkspacePolicy
+	managementKubeconfig         string
 	// temporal is how to reach Temporal securely (--tls*, --api-key-file); see temporalSettings.
 	temporal temporalconn.Settings
 }
@@ -106,6 +108,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 			"With a Temporal namespace per trust zone, what makes a workspace a boundary (ADR 27); empty: every workspace")
 	fs.StringVar(&c.workspaces.KubeconfigDir, "kubeconfig-dir", os.Getenv("FLOTILLA_KUBECONFIG_DIR"),
 		"where kubeconfigs are: a cluster of workspace W may name only a kubeconfig under DIR/W (env FLOTILLA_KUBECONFIG_DIR); empty: anywhere")
+	fs.StringVar(&c.managementKubeconfig, "management-kubeconfig", os.Getenv("FLOTILLA_MANAGEMENT_KUBECONFIG"),
+		"kubeconfig of the management cluster, or "+kubeconfigsecret.InCluster+" when the worker runs in it (env FLOTILLA_MANAGEMENT_KUBECONFIG): "+
+			"where the kubeconfig Secrets of clusters registered with spec.kubeConfigSecret are read (ADR 38); empty: such clusters are unreachable")
 	chartNetworks := fs.String("allow-chart-networks", os.Getenv("FLOTILLA_ALLOW_CHART_NETWORKS"),
 		"loopback, private and link-local networks (CIDR, comma-separated) where chart repositories and registries may be, "+
 			"e.g. 10.0.0.0/8 (env FLOTILLA_ALLOW_CHART_NETWORKS); public addresses are always reached, others never unless listed")

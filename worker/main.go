@@ -32,6 +32,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/internal/content"
 	"github.com/flotilla-gitops/flotilla/internal/credentials"
 	"github.com/flotilla-gitops/flotilla/internal/gitcache"
+	"github.com/flotilla-gitops/flotilla/internal/kubeconfigsecret"
 	"github.com/flotilla-gitops/flotilla/internal/metrics"
 	"github.com/flotilla-gitops/flotilla/internal/searchattr"
 	"github.com/flotilla-gitops/flotilla/internal/temporalconn"
@@ -115,6 +116,12 @@ func run() error {
 		return fmt.Errorf("finding the worker's own binary, which renders charts within limits: %w", err)
 	}
 	inv := activities.TemporalInventory{Client: c, TaskQueue: cfg.taskQueue}
+	var secrets *kubeconfigsecret.Source
+	if cfg.managementKubeconfig != "" {
+		if secrets, err = kubeconfigsecret.New(cfg.managementKubeconfig); err != nil {
+			return fmt.Errorf("--management-kubeconfig: %w", err)
+		}
+	}
 
 	worker.SetStickyWorkflowCacheSize(cfg.workflowCacheSize) // the process's, for every worker in it
 	w := worker.New(c, cfg.taskQueue, workeropts.Sized(cfg.maxActivities, cfg.maxWorkflowTasks))
@@ -131,7 +138,7 @@ func run() error {
 		Temporal:   c,
 		TaskQueue:  cfg.taskQueue,
 		Log:        log.Named("activities"),
-		ChartCheck: chartcheck.New(self, inv),
+		ChartCheck: chartcheck.New(self, inv).WithKubeconfigSecrets(secrets),
 		// Beside the checkouts, which are pruned per repository; archives are kept by digest.
 		Charts:            &charts.Fetcher{Dir: filepath.Join(cfg.cacheDir, "charts"), AllowNetworks: cfg.allowChartNetworks},
 		HelmCreds:         creds,
@@ -143,9 +150,10 @@ func run() error {
 		// CLI's `agent manifest` defaults to its own settings the same way (ADR 23).
 		Installation: agentmanifest.Installation{TemporalAddress: cfg.address, TemporalNamespace: cfg.temporalNamespace,
 			TaskQueue: cfg.taskQueue, Version: version.ImageTag()},
-		InstallationKey: cfg.installationKey,
-		Workspaces:      cfg.workspaces,
-		Targets:         activities.TemporalTargets{Client: c},
+		InstallationKey:   cfg.installationKey,
+		Workspaces:        cfg.workspaces,
+		Targets:           activities.TemporalTargets{Client: c},
+		KubeconfigSecrets: secrets,
 	}
 	if cfg.installationKey.IsZero() {
 		log.Warn("no installation key: packages go to agents in the clear and agents cannot tell the management side's tasks " +

@@ -177,6 +177,9 @@ func publishInventory(ctx workflow.Context, inv inventory.Inventory) {
 			break
 		}
 		access := c.Spec.KubeConfigPath
+		if c.Spec.KubeConfigSecret != "" {
+			access = "secret " + c.Spec.KubeConfigSecret
+		}
 		if c.Spec.Agent != nil {
 			// An agent-mode cluster has no kubeconfig on this side: its agent dials out (ADR 22).
 			access = "agent"

@@ -26,6 +26,7 @@ import (
 
 	"github.com/flotilla-gitops/flotilla/agentclient"
 	"github.com/flotilla-gitops/flotilla/fleet"
+	"github.com/flotilla-gitops/flotilla/internal/kubeconfigsecret"
 	"github.com/flotilla-gitops/flotilla/inventory"
 )
 
@@ -47,6 +48,15 @@ type Checker struct {
 	local *clusterAccess
 	// started counts children started, so tests can tell a cached outcome from a new check.
 	started atomic.Int64
+	// secrets reads the kubeconfig of a cluster registered with spec.kubeConfigSecret.
+	secrets *kubeconfigsecret.Source
+}
+
+// WithKubeconfigSecrets makes the Checker read the kubeconfigs of clusters registered with
+// spec.kubeConfigSecret through s, as the worker's activities do.
+func (c *Checker) WithKubeconfigSecrets(s *kubeconfigsecret.Source) *Checker {
+	c.secrets = s
+	return c
 }
 
 // New returns a Checker that starts executable (the worker binary, from os.Executable) in its
@@ -173,6 +183,15 @@ func (c *Checker) clusterAccess(ctx context.Context, r Request) (clusterAccess, 
 	cl, ok := inv.Cluster(r.ClusterNamespace, r.Cluster)
 	if !ok {
 		return clusterAccess{}, fmt.Errorf("cluster %q is not in the inventory", fleet.DisplayName(r.ClusterNamespace, r.Cluster))
+	}
+	if cl.Spec.KubeConfigSecret != "" {
+		ns := fleet.Workspace(cl.Metadata.Namespace)
+		data, err := c.secrets.Get(ctx, ns, cl.Spec.KubeConfigSecret)
+		if err != nil {
+			return clusterAccess{}, err
+		}
+		return clusterAccess{Kubeconfig: "secret " + ns + "/" + cl.Spec.KubeConfigSecret, KubeconfigData: data, Context: cl.Spec.KubeConfigContext,
+			Confine: r.Apply.ConfineToNamespace}, nil
 	}
 	return clusterAccess{Kubeconfig: cl.Spec.KubeConfigPath, Context: cl.Spec.KubeConfigContext, Confine: r.Apply.ConfineToNamespace}, nil
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-gitops/flotilla/agentclient"
@@ -30,9 +31,18 @@ type clusterGetter struct {
 var _ action.RESTClientGetter = (*clusterGetter)(nil)
 
 func newClusterGetter(a clusterAccess) (*clusterGetter, error) {
-	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: a.Kubeconfig}
 	overrides := &clientcmd.ConfigOverrides{CurrentContext: a.Context}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+	var cfg *rest.Config
+	var err error
+	if len(a.KubeconfigData) > 0 {
+		var raw *clientcmdapi.Config
+		if raw, err = clientcmd.Load(a.KubeconfigData); err == nil {
+			cfg, err = clientcmd.NewNonInteractiveClientConfig(*raw, a.Context, overrides, nil).ClientConfig()
+		}
+	} else {
+		rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: a.Kubeconfig}
+		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %s: %w", a.Kubeconfig, err)
 	}

@@ -31,12 +31,15 @@ type chartFile struct {
 	Data []byte
 }
 
-// clusterAccess is a kubeconfig on the worker's host (only its path and context travel) and the
-// namespace lookups are confined to, as agentclient confines them for the real install.
+// clusterAccess is a kubeconfig on the worker's host (only its path and context travel), or one the worker
+// read from a Secret (its content travels, over the child's stdin only), and the namespace lookups are
+// confined to, as agentclient confines them for the real install.
 type clusterAccess struct {
 	Kubeconfig string
-	Context    string
-	Confine    string
+	// KubeconfigData, when set, is the kubeconfig itself; Kubeconfig then names its source in messages.
+	KubeconfigData []byte `json:",omitempty"`
+	Context        string
+	Confine        string
 }
 
 // childAnswer is what the child writes to stdout, as JSON.
