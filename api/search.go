@@ -15,7 +15,15 @@ const (
 	// SearchAttrNamespace is the GitRepo's namespace (workspace), on GitRepo and cluster workflows alike.
 	// Runs started before workspaces existed lack it until they continue as new; they are fleet-default's.
 	SearchAttrNamespace = "FlotillaNamespace"
+
+	// SearchAttrManagedBy, set when a GitRepo's workflow starts, says who owns its spec: empty for
+	// `flotilla apply`, ManagedByController for a GitRepo or HelmOp object in a management cluster
+	// (ADR 38). Continue-as-new carries it, and each side refuses to change the other's.
+	SearchAttrManagedBy = "FlotillaManagedBy"
 )
+
+// ManagedByController is SearchAttrManagedBy's value on the GitRepos flotilla-controller started.
+const ManagedByController = "flotilla-controller"
 
 // SearchAttributes maps each attribute to its type as the Temporal CLI spells it, for
 // `temporal server start-dev --search-attribute` and `temporal operator search-attribute create`.
@@ -29,6 +37,7 @@ var SearchAttributes = map[string]string{
 	SearchAttrHasError: "Bool",
 
 	SearchAttrNamespace: "Keyword",
+	SearchAttrManagedBy: "Keyword",
 }
 
 // RunningGitReposQuery is the visibility query for the running GitRepo workflows of the installation on

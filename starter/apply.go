@@ -10,13 +10,13 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
+	"github.com/flotilla-gitops/flotilla/internal/gitrepoctl"
 	"github.com/flotilla-gitops/flotilla/inventory"
 )
 
@@ -196,58 +196,14 @@ func changeMessage(kind, name string, res inventory.ChangeResult) string {
 // applyGitRepo starts the GitRepo's workflow on this installation's task queue, or hands a running one
 // the new spec.
 func (g *globals) applyGitRepo(ctx context.Context, c client.Client, gr fleet.GitRepo) (string, error) {
-	gr.APIVersion, gr.Kind = fleet.APIVersion, fleet.KindGitRepo
-	if err := fleet.ValidateGitRepo(gr); err != nil {
-		return "", err
-	}
-	if err := fleet.ValidateSyncWindowSelectors(gr.Spec.SyncWindows); err != nil {
-		return "", fmt.Errorf("gitrepo %q: %w", gr.Metadata.Name, err)
-	}
-	key := api.KeyOf(gr.Metadata.Namespace, gr.Metadata.Name)
-	if err := g.mayApplyGitRepo(ctx, c, key, gr.IsHelmOp()); err != nil {
-		return "", err
-	}
-	// The workspace is the run's identity, given at start (GitRepoInput.Workspace); a running GitRepo
-	// gets only the spec, whose namespace its own matches, since the ID says the namespace.
-	kind, summary := "gitrepo", "GitRepo "+key.String()+" from "+gr.Spec.Repo
-	if gr.IsHelmOp() {
-		kind, summary = "helmop", "HelmOp "+key.String()+" of chart "+gr.Spec.HelmOp.Helm.Chart
-	}
-	_, err := c.SignalWithStartWorkflow(ctx, key.WorkflowID(), api.SignalSpec, gr,
-		client.StartWorkflowOptions{
-			TaskQueue:           g.taskQueue,
-			StaticSummary:       summary,
-			WorkflowTaskTimeout: api.GitRepoTaskTimeout,
-		}, api.GitRepoWorkflowType, api.GitRepoInput{GitRepo: gr, Workspace: key.PayloadNamespace()})
+	kind, err := gitrepoctl.Apply(ctx, c, g.taskQueue, gr, "")
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%s/%s configured", kind, key), nil
+	return fmt.Sprintf("%s/%s configured", kind, api.KeyOf(gr.Metadata.Namespace, gr.Metadata.Name)), nil
 }
 
 // updateInventory runs a validated update on this installation's inventory workflow, starting it if needed.
 func (g *globals) updateInventory(ctx context.Context, c client.Client, update string, arg any) (inventory.ChangeResult, error) {
-	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                       api.InventoryWorkflowID(g.taskQueue),
-		TaskQueue:                g.taskQueue,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		StaticSummary:            "Flotilla cluster inventory",
-	}, api.InventoryWorkflowType, api.InventoryInput{})
-	if err != nil {
-		return inventory.ChangeResult{}, fmt.Errorf("starting the inventory: %w", err)
-	}
-	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID:   api.InventoryWorkflowID(g.taskQueue),
-		UpdateName:   update,
-		Args:         []any{arg},
-		WaitForStage: client.WorkflowUpdateStageCompleted,
-	})
-	if err != nil {
-		return inventory.ChangeResult{}, err
-	}
-	var res inventory.ChangeResult
-	if err := h.Get(ctx, &res); err != nil {
-		return inventory.ChangeResult{}, err
-	}
-	return res, nil
+	return gitrepoctl.UpdateInventory(ctx, c, g.taskQueue, update, arg)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
+	"github.com/flotilla-gitops/flotilla/internal/gitrepoctl"
 	"github.com/flotilla-gitops/flotilla/internal/visibility"
 )
 
@@ -302,6 +303,13 @@ func newSignalCmd(g *globals, verb, short string, sig signalKind) *cobra.Command
 		RunE: func(cmd *cobra.Command, args []string) error {
 			key := g.key(args[0])
 			return g.withOwnGitRepo(key, func(ctx context.Context, c client.Client) error {
+				// A GitRepo object in a management cluster declares its paused state and existence: the
+				// controller would undo a pause or start a deleted GitRepo again. A sync changes nothing it declares.
+				if sig != signalSync {
+					if err := gitrepoctl.Steer(ctx, c, g.taskQueue, key, ""); err != nil {
+						return err
+					}
+				}
 				if err := c.SignalWorkflow(ctx, key.WorkflowID(), "", string(sig), nil); err != nil {
 					return fmt.Errorf("gitrepo %q: %w", key, err)
 				}

@@ -31,7 +31,9 @@ func TestWorkflowFunctionsAreNamedAsTheirAPITypes(t *testing.T) {
 func TestTypedSearchAttributesHaveTheirAPITypes(t *testing.T) {
 	keys := []temporal.SearchAttributeKey{searchGitRepo, searchCluster, searchRepo, searchCommit, searchState, searchReady, searchHasError,
 		searchNamespace}
-	require.Len(t, api.SearchAttributes, len(keys), "every attribute api names is written by the workflows")
+	// FlotillaManagedBy is set by whoever starts a GitRepo (gitrepoctl.Apply) and carried by continue-as-new.
+	require.Equal(t, "Keyword", api.SearchAttributes[api.SearchAttrManagedBy])
+	require.Len(t, api.SearchAttributes, len(keys)+1, "every other attribute api names is written by the workflows")
 	for _, k := range keys {
 		require.Contains(t, api.SearchAttributes, k.GetName())
 		require.Equal(t, api.SearchAttributes[k.GetName()], k.GetValueType().String(), k.GetName())
