@@ -22,11 +22,12 @@ all: build
 tools:
 	@hack/build-tools.sh
 
-bin/flotilla-worker bin/flotilla bin/flotilla-agent bin/flotilla-dev bin/flotilla-bench: FORCE
+bin/flotilla-worker bin/flotilla bin/flotilla-agent bin/flotilla-controller bin/flotilla-dev bin/flotilla-bench: FORCE
 	@mkdir -p bin
 	$(GOBUILD) -o bin/flotilla-worker ./worker
 	$(GOBUILD) -o bin/flotilla ./starter
 	$(GOBUILD) -o bin/flotilla-agent ./cmd/flotilla-agent
+	$(GOBUILD) -o bin/flotilla-controller ./cmd/flotilla-controller
 	$(GOBUILD) -o bin/flotilla-dev ./cmd/flotilla-dev
 	$(GOBUILD) -o bin/flotilla-bench ./cmd/flotilla-bench
 

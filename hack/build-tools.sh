@@ -103,19 +103,25 @@ build_temporal_ui() {
   link temporal-ui-server "$d/temporal-ui-server"
 }
 
+# k8s_ldflags stamps the Kubernetes version: without it /version reports v0.0.0-master and Helm's
+# kubeVersion checks misfire.
+k8s_ldflags() {
+  local minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
+  local ld="$ldflags" p
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ld="$ld -X $p.gitVersion=$K8S_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
+    ld="$ld -X $p.gitCommit=0000000000000000000000000000000000000000 -X $p.buildDate=2025-01-01T00:00:00Z"
+  done
+  echo "$ld"
+}
+
 build_k8s() {
   local d="$cache/kubernetes-$K8S_VERSION" cmds="kube-apiserver kube-controller-manager kube-scheduler"
   local missing=0 c
   for c in $cmds; do [ -x "$d/$c" ] || missing=1; done
   if [ $missing = 1 ]; then
     echo "building kubernetes $K8S_VERSION ($cmds); about 7 minutes on 2 cores when cold" >&2
-    # Without the version stamp /version reports v0.0.0-master and Helm's kubeVersion checks misfire.
-    local minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
-    local ld="$ldflags" p
-    for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-      ld="$ld -X $p.gitVersion=$K8S_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
-      ld="$ld -X $p.gitCommit=0000000000000000000000000000000000000000 -X $p.buildDate=2025-01-01T00:00:00Z"
-    done
+    local ld; ld=$(k8s_ldflags)
     mkdir -p "$d.tmp"
     (cd "$root/hack/tools/k8s" && go build -trimpath -ldflags "$ld" -o "$d.tmp/" \
       k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler)
@@ -124,12 +130,27 @@ build_k8s() {
   for c in $cmds; do link "$c" "$d/$c"; done
 }
 
-want=${*:-temporal etcd kubernetes kwok workflowcheck registry temporal-server temporal-ui}
+# kubectl: what Fleet's users drive the management cluster with, in the front door's tests (flotilla-controller).
+# Its own cache entry, so adding it did not rebuild a warm control plane.
+build_kubectl() {
+  local d="$cache/kubectl-$K8S_VERSION"
+  if [ ! -x "$d/kubectl" ]; then
+    echo "building kubectl $K8S_VERSION; about 3 minutes on 2 cores when cold" >&2
+    local ld; ld=$(k8s_ldflags)
+    mkdir -p "$d.tmp"
+    (cd "$root/hack/tools/k8s" && go build -trimpath -ldflags "$ld" -o "$d.tmp/kubectl" k8s.io/kubernetes/cmd/kubectl)
+    rm -rf "$d" && mv "$d.tmp" "$d"
+  fi
+  link kubectl "$d/kubectl"
+}
+
+want=${*:-temporal etcd kubernetes kubectl kwok workflowcheck registry temporal-server temporal-ui}
 for t in $want; do
   case $t in
     temporal) build_temporal ;;
     etcd) build_etcd ;;
     kubernetes) build_k8s ;;
+    kubectl) build_kubectl ;;
     kwok) build_kwok ;;
     workflowcheck) build_workflowcheck ;;
     registry) build_registry ;;

@@ -26,7 +26,7 @@ var flagsOtherToolsTake = map[string]bool{
 // link between the pages resolves.
 func TestTheGuideNamesOnlyFlagsTheBinariesHave(t *testing.T) {
 	t.Parallel()
-	bin := needs.Binaries(t, "flotilla", "flotilla-worker", "flotilla-agent", "flotilla-dev", "flotilla-bench")
+	bin := needs.Binaries(t, "flotilla", "flotilla-worker", "flotilla-agent", "flotilla-controller", "flotilla-dev", "flotilla-bench")
 	known := map[string]bool{}
 	flagRE := regexp.MustCompile(`--[a-z][a-z0-9-]+`)
 	goFlagRE := regexp.MustCompile(`(?m)^\s+-([a-z][a-z0-9-]+)`)
@@ -44,7 +44,7 @@ func TestTheGuideNamesOnlyFlagsTheBinariesHave(t *testing.T) {
 		}
 		return string(out)
 	}
-	for _, b := range []string{"flotilla-worker", "flotilla-agent", "flotilla-dev", "flotilla-bench"} {
+	for _, b := range []string{"flotilla-worker", "flotilla-agent", "flotilla-controller", "flotilla-dev", "flotilla-bench"} {
 		addHelp(filepath.Join(bin, b), "--help")
 	}
 	// The CLI's commands, walked from its help down every "Available Commands" list.
@@ -98,7 +98,7 @@ func TestTheGuideNamesOnlyFlagsTheBinariesHave(t *testing.T) {
 				for _, f := range flagRE.FindAllString(c, -1) {
 					named++
 					if !known[f] && !flagsOtherToolsTake[f] {
-						t.Errorf("%s:%d: %s is no flag of flotilla, flotilla-worker, flotilla-agent, flotilla-dev or flotilla-bench (in %s)", rel, i+1, f, c)
+						t.Errorf("%s:%d: %s is no flag of flotilla, flotilla-worker, flotilla-agent, flotilla-controller, flotilla-dev or flotilla-bench (in %s)", rel, i+1, f, c)
 					}
 				}
 			}

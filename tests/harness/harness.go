@@ -106,6 +106,9 @@ type Options struct {
 	// CodecKeyFile is a keyring the worker, the CLI and the stack's Client encrypt payloads with
 	// (--codec-key-file). Histories are still read raw (HistoriesContaining): encrypted.
 	CodecKeyFile string
+	// ManagementCluster names the local cluster that is the management cluster of flotilla-controller
+	// (StartController): the workers read clusters' kubeconfig Secrets there (--management-kubeconfig).
+	ManagementCluster string
 	// Temporal is a Temporal server the test started itself (one requiring mTLS, say), for the stack to use
 	// instead of starting the dev server: its address, and the TLS files the worker, the agents, the CLI and
 	// the stack's Client connect with (passed as --tls-ca-file, --tls-cert-file, --tls-key-file and
@@ -179,6 +182,9 @@ func Start(t *testing.T, o Options) *Stack {
 	}
 	require.NoError(t, k.err)
 	require.NoError(t, temporalErr)
+	if o.ManagementCluster != "" {
+		s.workerArgs = append(s.workerArgs, "--management-kubeconfig", s.K8s.Kubeconfig(o.ManagementCluster))
+	}
 	copts.HostPort = s.address
 	copts.DataConverter = s.dc
 	c, err := client.Dial(copts)
