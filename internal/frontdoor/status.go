@@ -75,43 +75,44 @@ func Refused(generation int64, reason, message string, old []Condition, now stri
 }
 
 // FromGitRepo is the Fleet status of a running GitRepo: every (cluster, bundle) is one of Fleet's bundle
-// deployments, counted by state; Ready when every one is. old keeps each condition's transition time.
+// deployments, counted by state; Ready when every one is. The counts are the workflow's own aggregate,
+// whole at any size, while a status answer too large for one query lists only some clusters or leaves
+// their bundles out: those give the non-ready examples and per-cluster counts. old keeps each condition's
+// transition time.
 func FromGitRepo(st api.GitRepoStatus, generation int64, old []Condition, now string) Status {
 	s := Status{ObservedGeneration: generation, Commit: st.Commit, ResourceCounts: st.ResourceCounts,
-		DesiredReadyClusters: len(st.Clusters)}
+		ReadyClusters: st.ReadyClusters, DesiredReadyClusters: st.DesiredReadyClusters,
+		Summary: Summary{Ready: st.Summary.Ready, NotReady: st.Summary.NotReady, WaitApplied: st.Summary.WaitApplied,
+			ErrApplied: st.Summary.ErrApplied, OutOfSync: st.Summary.OutOfSync, Modified: st.Summary.Modified,
+			Pending: st.Summary.Pending, DesiredReady: st.Summary.DesiredReady}}
 	clusters := append([]api.ClusterStatus(nil), st.Clusters...)
 	sort.Slice(clusters, func(i, j int) bool { return clusters[i].Name < clusters[j].Name })
-	worst := ""
 	for _, c := range clusters {
-		if len(c.Bundles) > 0 {
+		if len(c.Bundles) > 0 || c.ResourceCounts != (api.ResourceCounts{}) {
 			if s.PerClusterResourceCounts == nil {
 				s.PerClusterResourceCounts = map[string]api.ResourceCounts{}
 			}
 			s.PerClusterResourceCounts[clusterID(st.Namespace, c.Name)] = c.ResourceCounts
 		}
-		ready := c.State == api.StateReady
+		if len(c.Bundles) == 0 && c.State != api.StateReady && len(s.Summary.NonReadyResources) < maxNonReady {
+			s.Summary.NonReadyResources = append(s.Summary.NonReadyResources, NonReadyResource{Name: c.Name, BundleState: c.State, Message: c.Message})
+		}
 		for _, b := range c.Bundles {
-			count(&s.Summary, b.State)
-			if b.State != api.StateReady {
-				ready = false
-				if worst == "" || api.Worse(b.State, worst) {
-					worst = b.State
-				}
-				if len(s.Summary.NonReadyResources) < maxNonReady {
-					s.Summary.NonReadyResources = append(s.Summary.NonReadyResources,
-						NonReadyResource{Name: c.Name + "/" + b.Name, BundleState: b.State, Message: b.Message})
-				}
+			if b.State != api.StateReady && len(s.Summary.NonReadyResources) < maxNonReady {
+				s.Summary.NonReadyResources = append(s.Summary.NonReadyResources,
+					NonReadyResource{Name: c.Name + "/" + b.Name, BundleState: b.State, Message: b.Message})
 			}
 			if s.Version == "" && b.ChartVersion != "" {
 				s.Version = b.ChartVersion
 			}
 		}
-		if ready {
-			s.ReadyClusters++
-		}
+	}
+	worst := st.State
+	if worst == api.StateReady {
+		worst = ""
 	}
 	s.Display = Display{ReadyBundleDeployments: fmt.Sprintf("%d/%d", s.Summary.Ready, s.Summary.DesiredReady), State: worst}
-	allReady := st.Error == "" && s.Summary.Ready == s.Summary.DesiredReady && st.Commit != ""
+	allReady := st.Error == "" && st.Commit != "" && s.Summary.Ready == s.Summary.DesiredReady && st.ReadyClusters == st.DesiredReadyClusters
 	ready := Condition{Type: "Ready", Status: "True"}
 	stalled := Condition{Type: "Stalled", Status: "False"}
 	switch {
@@ -139,26 +140,6 @@ func clusterID(ns, cluster string) string {
 		ns = "fleet-default"
 	}
 	return ns + "/" + cluster
-}
-
-func count(s *Summary, state string) {
-	s.DesiredReady++
-	switch state {
-	case api.StateReady:
-		s.Ready++
-	case api.StateNotReady:
-		s.NotReady++
-	case api.StateWaitApplied:
-		s.WaitApplied++
-	case api.StateErrApplied, api.StateOffline:
-		s.ErrApplied++
-	case api.StateOutOfSync:
-		s.OutOfSync++
-	case api.StateModified:
-		s.Modified++
-	default:
-		s.Pending++
-	}
 }
 
 // mergeConditions sets each condition, keeping its transition time while its status stays, and the

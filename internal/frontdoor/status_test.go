@@ -15,7 +15,8 @@ func bundle(name, state string) api.BundleStatus {
 // Each (cluster, bundle) is one of Fleet's bundle deployments: counted by state, listed when not ready, and
 // "ready/desired" in display.readyBundleDeployments, which `kubectl get gitrepos` prints.
 func TestAGitRepoStatusCountsBundleDeploymentsAsFleetDoes(t *testing.T) {
-	st := api.GitRepoStatus{Namespace: "team-a", Commit: "abc", Message: "1/2 clusters ready",
+	st := api.GitRepoStatus{Namespace: "team-a", Commit: "abc", Message: "1/2 clusters ready", State: api.StateModified,
+		ReadyClusters: 1, DesiredReadyClusters: 2, Summary: api.Summary{DesiredReady: 4, Ready: 3, Modified: 1},
 		ResourceCounts: api.ResourceCounts{DesiredReady: 6, Ready: 5, Missing: 1},
 		Clusters: []api.ClusterStatus{
 			{Name: "edge-2", State: api.StateModified, ResourceCounts: api.ResourceCounts{DesiredReady: 3, Ready: 2, Missing: 1},
@@ -43,8 +44,9 @@ func TestAGitRepoStatusCountsBundleDeploymentsAsFleetDoes(t *testing.T) {
 // An unchanged status must build the same object, or every read-back would write; a changed condition
 // keeps its transition time only while its status stays.
 func TestAnUnchangedStatusIsTheSameObjectAndTransitionsKeepTheirTime(t *testing.T) {
-	ready := api.GitRepoStatus{Commit: "abc", Clusters: []api.ClusterStatus{{Name: "edge", State: api.StateReady,
-		Bundles: []api.BundleStatus{bundle("web", api.StateReady)}}}}
+	ready := api.GitRepoStatus{Commit: "abc", State: api.StateReady, ReadyClusters: 1, DesiredReadyClusters: 1,
+		Summary: api.Summary{DesiredReady: 1, Ready: 1}, Clusters: []api.ClusterStatus{{Name: "edge", State: api.StateReady,
+			Bundles: []api.BundleStatus{bundle("web", api.StateReady)}}}}
 	first := FromGitRepo(ready, 1, nil, "t1")
 	require.Equal(t, first, FromGitRepo(ready, 1, first.Conditions, "t2"))
 	readyCond := first.Conditions[1]
@@ -59,6 +61,21 @@ func TestAnUnchangedStatusIsTheSameObjectAndTransitionsKeepTheirTime(t *testing.
 		second.Conditions[2])
 	require.Equal(t, "t1", second.Conditions[0].LastTransitionTime, "Accepted stayed True")
 	require.True(t, second.Display.Error)
+}
+
+// Past what one query answer carries, the workflow leaves bundle details or clusters out of the answer; the
+// counts are its aggregate and stay whole, and clusters without details stand for their bundles.
+func TestAPartialAnswerKeepsTheWholeCounts(t *testing.T) {
+	st := api.GitRepoStatus{Commit: "abc", State: api.StateWaitApplied, Message: "998/1000 clusters ready", ReadyClusters: 998,
+		DesiredReadyClusters: 1000, Summary: api.Summary{DesiredReady: 3000, Ready: 2998, WaitApplied: 2},
+		Partial: "bundle details are left out",
+		Clusters: []api.ClusterStatus{{Name: "edge-0001", State: api.StateWaitApplied, Message: "installing"}}}
+	s := FromGitRepo(st, 1, nil, "t")
+	require.Equal(t, "2998/3000", s.Display.ReadyBundleDeployments)
+	require.Equal(t, 998, s.ReadyClusters)
+	require.Equal(t, 1000, s.DesiredReadyClusters)
+	require.Equal(t, []NonReadyResource{{Name: "edge-0001", BundleState: api.StateWaitApplied, Message: "installing"}}, s.Summary.NonReadyResources)
+	require.Equal(t, "False", s.Conditions[1].Status)
 }
 
 func TestARefusalIsInAcceptedReadyAndStalled(t *testing.T) {
