@@ -54,6 +54,9 @@ type LeaveInput struct {
 	Namespace string `json:"namespace,omitempty"`
 	// KeepWorkloads forgets the cluster without uninstalling anything from it.
 	KeepWorkloads bool `json:"keepWorkloads,omitempty"`
+	// ManagedBy is who asks: ManagedByController for a deleted Cluster object, empty for the CLI
+	// (CheckClusterOwner).
+	ManagedBy string `json:"managedBy,omitempty"`
 }
 
 // RemoveInput names a cluster or group to remove.
@@ -61,6 +64,8 @@ type RemoveInput struct {
 	Name string `json:"name"`
 	// Namespace is its workspace; empty is fleet-default, as in every removal sent before workspaces.
 	Namespace string `json:"namespace,omitempty"`
+	// ManagedBy is who asks, as LeaveInput's.
+	ManagedBy string `json:"managedBy,omitempty"`
 }
 
 // ChangeResult reports the generation after a change.
@@ -294,7 +299,7 @@ func (inv *Inventory) CheckLeave(in LeaveInput) error {
 	if _, ok := inv.Cluster(in.Namespace, in.Name); !ok {
 		return fmt.Errorf("cluster %q is not registered", fleet.DisplayName(in.Namespace, in.Name))
 	}
-	return nil
+	return inv.CheckClusterOwner(in.Namespace, in.Name, in.ManagedBy)
 }
 
 // Leave makes a registered cluster leave; it reports whether anything changed. Leaving again changes

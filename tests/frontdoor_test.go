@@ -93,11 +93,19 @@ metadata:
   labels: {env: test}
 spec:
   kubeConfigSecret: edge-kubeconfig
+---
+apiVersion: fleet.cattle.io/v1alpha1
+kind: ClusterGroup
+metadata:
+  name: tested
+  namespace: team-a
+spec:
+  selector: {matchLabels: {env: test}}
 `))
 	gitRepo := func(extra string) string {
 		return strings.Replace(harness.GitRepoYAML("web", repo.URL(), extra), "  name: web\n", "  name: web\n  namespace: team-a\n", 1)
 	}
-	s.KubectlRun("mgmt", "apply", "-f", s.ApplyFile(gitRepo("  targets:\n  - clusterSelector: {matchLabels: {env: test}}\n")))
+	s.KubectlRun("mgmt", "apply", "-f", s.ApplyFile(gitRepo("  targets:\n  - clusterGroup: tested\n")))
 
 	wait := s.Kubectl("mgmt", "wait", "--for=condition=Ready", "gitrepo/web", "-n", "team-a", "--timeout=3m")
 	require.Equal(t, 0, wait.ExitCode, "kubectl wait: %s", wait.Stderr)
@@ -128,6 +136,10 @@ spec:
 	res = s.CLI("pause", "-n", "team-a", "web")
 	require.Equal(t, 1, res.ExitCode, res.Stdout)
 	require.Contains(t, res.Stderr, "kubectl -n team-a edit gitrepo web")
+	res = s.CLI("cluster", "remove", "-n", "team-a", "edge")
+	require.NotEqual(t, 0, res.ExitCode, res.Stdout)
+	require.Contains(t, res.Stderr, `cluster "team-a/edge" is managed by its Cluster object team-a/edge in the management cluster`)
+	require.Contains(t, s.CLIRun("cluster", "list", "-n", "team-a"), "secret edge-kubeconfig")
 
 	// Paused through the object: a new commit is seen and held back.
 	s.KubectlRun("mgmt", "-n", "team-a", "patch", "gitrepo", "web", "--type=merge", "-p", `{"spec":{"paused":true}}`)

@@ -69,6 +69,9 @@ func InventoryWorkflow(ctx workflow.Context, in api.InventoryInput) error {
 				if err := inventory.ValidateCluster(c); err != nil {
 					return err
 				}
+				if err := inv.CheckClusterOwner(c.Metadata.Namespace, c.Metadata.Name, c.Metadata.Annotations[inventory.AnnotationManagedBy]); err != nil {
+					return err
+				}
 				return inv.CheckNotLeaving(c.Metadata.Namespace, c.Metadata.Name)
 			}},
 		{api.UpdateAddCluster,
@@ -101,17 +104,22 @@ func InventoryWorkflow(ctx workflow.Context, in api.InventoryInput) error {
 			func(ctx workflow.Context, r inventory.RemoveInput) (inventory.ChangeResult, error) {
 				return changed(inv.RemoveCluster(r.Namespace, r.Name))
 			},
-			func(ctx workflow.Context, r inventory.RemoveInput) error { return nil }},
+			func(ctx workflow.Context, r inventory.RemoveInput) error { return inv.CheckClusterOwner(r.Namespace, r.Name, r.ManagedBy) }},
 		{api.UpdateUpsertClusterGroup,
 			func(ctx workflow.Context, g fleet.ClusterGroup) (inventory.ChangeResult, error) {
 				return changed(inv.UpsertGroup(g))
 			},
-			func(ctx workflow.Context, g fleet.ClusterGroup) error { return inventory.ValidateGroup(g) }},
+			func(ctx workflow.Context, g fleet.ClusterGroup) error {
+				if err := inventory.ValidateGroup(g); err != nil {
+					return err
+				}
+				return inv.CheckGroupOwner(g.Metadata.Namespace, g.Metadata.Name, g.Metadata.Annotations[inventory.AnnotationManagedBy])
+			}},
 		{api.UpdateRemoveClusterGroup,
 			func(ctx workflow.Context, r inventory.RemoveInput) (inventory.ChangeResult, error) {
 				return changed(inv.RemoveGroup(r.Namespace, r.Name))
 			},
-			func(ctx workflow.Context, r inventory.RemoveInput) error { return nil }},
+			func(ctx workflow.Context, r inventory.RemoveInput) error { return inv.CheckGroupOwner(r.Namespace, r.Name, r.ManagedBy) }},
 	}
 	for _, h := range handlers {
 		if err := workflow.SetUpdateHandlerWithOptions(ctx, h.name, h.handler, workflow.UpdateHandlerOptions{Validator: h.valid}); err != nil {

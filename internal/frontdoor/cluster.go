@@ -3,8 +3,10 @@ package frontdoor
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
+	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -38,16 +40,17 @@ func (r *InventoryReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 	if err := r.Kube.Get(ctx, req.NamespacedName, obj); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	meta := fleet.ObjectMeta{Name: obj.GetName(), Namespace: obj.GetNamespace(), Labels: obj.GetLabels(), Annotations: flotillaAnnotations(obj)}
+	meta := fleet.ObjectMeta{Name: obj.GetName(), Namespace: obj.GetNamespace(), Labels: obj.GetLabels(), Annotations: inventoryAnnotations(obj)}
 	if obj.GetDeletionTimestamp() != nil {
 		if !controllerutil.ContainsFinalizer(obj, Finalizer) {
 			return reconcile.Result{}, nil
 		}
-		update, arg := api.UpdateRemoveClusterGroup, any(inventory.RemoveInput{Name: meta.Name, Namespace: meta.Namespace})
+		update, arg := api.UpdateRemoveClusterGroup, any(inventory.RemoveInput{Name: meta.Name, Namespace: meta.Namespace, ManagedBy: inventory.ManagedByController})
 		if r.Kind == fleetcrd.Cluster {
-			update, arg = api.UpdateLeaveCluster, inventory.LeaveInput{Name: meta.Name, Namespace: meta.Namespace}
+			update, arg = api.UpdateLeaveCluster, inventory.LeaveInput{Name: meta.Name, Namespace: meta.Namespace, ManagedBy: inventory.ManagedByController}
 		}
-		if _, err := gitrepoctl.UpdateInventory(ctx, r.Temporal, r.TaskQueue, update, arg); err != nil {
+		// A cluster the inventory does not have, or one the CLI registered, is not the object's to remove.
+		if _, err := gitrepoctl.UpdateInventory(ctx, r.Temporal, r.TaskQueue, update, arg); err != nil && !refused(err) {
 			return reconcile.Result{}, fmt.Errorf("%s %s/%s: %w", r.Kind.Kind, meta.Namespace, meta.Name, err)
 		}
 		controllerutil.RemoveFinalizer(obj, Finalizer)
@@ -63,7 +66,9 @@ func (r *InventoryReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 	}
 	update, arg, err := r.entry(obj, meta)
 	if err == nil {
-		_, err = gitrepoctl.UpdateInventory(ctx, r.Temporal, r.TaskQueue, update, arg)
+		if _, err = gitrepoctl.UpdateInventory(ctx, r.Temporal, r.TaskQueue, update, arg); err != nil && !refused(err) {
+			return reconcile.Result{}, fmt.Errorf("%s %s/%s: %w", r.Kind.Kind, meta.Namespace, meta.Name, err)
+		}
 	}
 	old := oldStatus(obj)
 	st := InventoryStatus{ObservedGeneration: obj.GetGeneration()}
@@ -104,17 +109,21 @@ func (r *InventoryReconciler) entry(obj *unstructured.Unstructured, meta fleet.O
 	return api.UpdateUpsertCluster, c, nil
 }
 
-// flotillaAnnotations are the annotations the inventory keeps: kubectl's last-applied configuration
-// would copy the whole object into Temporal.
-func flotillaAnnotations(obj *unstructured.Unstructured) map[string]string {
+// inventoryAnnotations are the annotations the inventory keeps: the object's, but kubectl's
+// last-applied configuration (which would copy the whole object into Temporal), and who registered it.
+func inventoryAnnotations(obj *unstructured.Unstructured) map[string]string {
 	out := map[string]string{}
 	for k, v := range obj.GetAnnotations() {
 		if k != "kubectl.kubernetes.io/last-applied-configuration" {
 			out[k] = v
 		}
 	}
-	if len(out) == 0 {
-		return nil
-	}
+	out[inventory.AnnotationManagedBy] = inventory.ManagedByController
 	return out
+}
+
+// refused is an update the inventory's validator turned down: the object's fault, not worth retrying.
+func refused(err error) bool {
+	var app *temporal.ApplicationError
+	return errors.As(err, &app)
 }
