@@ -53,7 +53,7 @@ func TestTheChartLints(t *testing.T) {
 func everyChartOption() map[string]any {
 	return map[string]any{
 		"temporal": map[string]any{"address": "tenant.tmprl.cloud:7233", "namespace": "tenant", "taskQueue": "edge",
-			"tls": map[string]any{"enabled": true, "secretName": "temporal-mtls", "serverName": "tenant.tmprl.cloud"},
+			"tls":          map[string]any{"enabled": true, "secretName": "temporal-mtls", "serverName": "tenant.tmprl.cloud"},
 			"apiKeySecret": map[string]any{"name": "temporal-key"}, "codecKeySecret": map[string]any{"name": "codec"}},
 		"controller": map[string]any{"installCRDs": false, "replicas": 2},
 		"worker": map[string]any{"replicas": 5, "credentialsSecret": "git-creds", "installationKeySecret": "install-key",

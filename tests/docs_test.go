@@ -19,6 +19,8 @@ var flagsOtherToolsTake = map[string]bool{
 	"--type": true, "--workflow-id": true, "--input": true, // temporal workflow start
 	"--rm":               true, // docker-compose run
 	"--pass-credentials": true, // Helm's, which helmPassCredentials mirrors
+	"--for":              true, // kubectl wait
+	"--create-namespace": true, // helm install
 }
 
 // The operator's guide is read by people who then type what it says: every flag it names (in code, on a
