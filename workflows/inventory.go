@@ -104,7 +104,9 @@ func InventoryWorkflow(ctx workflow.Context, in api.InventoryInput) error {
 			func(ctx workflow.Context, r inventory.RemoveInput) (inventory.ChangeResult, error) {
 				return changed(inv.RemoveCluster(r.Namespace, r.Name))
 			},
-			func(ctx workflow.Context, r inventory.RemoveInput) error { return inv.CheckClusterOwner(r.Namespace, r.Name, r.ManagedBy) }},
+			func(ctx workflow.Context, r inventory.RemoveInput) error {
+				return inv.CheckClusterOwner(r.Namespace, r.Name, r.ManagedBy)
+			}},
 		{api.UpdateUpsertClusterGroup,
 			func(ctx workflow.Context, g fleet.ClusterGroup) (inventory.ChangeResult, error) {
 				return changed(inv.UpsertGroup(g))
@@ -119,7 +121,9 @@ func InventoryWorkflow(ctx workflow.Context, in api.InventoryInput) error {
 			func(ctx workflow.Context, r inventory.RemoveInput) (inventory.ChangeResult, error) {
 				return changed(inv.RemoveGroup(r.Namespace, r.Name))
 			},
-			func(ctx workflow.Context, r inventory.RemoveInput) error { return inv.CheckGroupOwner(r.Namespace, r.Name, r.ManagedBy) }},
+			func(ctx workflow.Context, r inventory.RemoveInput) error {
+				return inv.CheckGroupOwner(r.Namespace, r.Name, r.ManagedBy)
+			}},
 	}
 	for _, h := range handlers {
 		if err := workflow.SetUpdateHandlerWithOptions(ctx, h.name, h.handler, workflow.UpdateHandlerOptions{Validator: h.valid}); err != nil {

@@ -68,7 +68,7 @@ func TestAnUnchangedStatusIsTheSameObjectAndTransitionsKeepTheirTime(t *testing.
 func TestAPartialAnswerKeepsTheWholeCounts(t *testing.T) {
 	st := api.GitRepoStatus{Commit: "abc", State: api.StateWaitApplied, Message: "998/1000 clusters ready", ReadyClusters: 998,
 		DesiredReadyClusters: 1000, Summary: api.Summary{DesiredReady: 3000, Ready: 2998, WaitApplied: 2},
-		Partial: "bundle details are left out",
+		Partial:  "bundle details are left out",
 		Clusters: []api.ClusterStatus{{Name: "edge-0001", State: api.StateWaitApplied, Message: "installing"}}}
 	s := FromGitRepo(st, 1, nil, "t")
 	require.Equal(t, "2998/3000", s.Display.ReadyBundleDeployments)
