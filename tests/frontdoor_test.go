@@ -235,3 +235,35 @@ allowedRepoPatterns:
 	_, err := s.StatusOf(api.KeyOf("team-b", "app"))
 	require.Error(t, err, "nothing runs for a refused GitRepo")
 }
+
+// A HelmOp object deploys a chart from a Helm repository, templated with the values of its Cluster object,
+// and `kubectl get helmops` prints Fleet's columns: the chart, the version the constraint resolved to and
+// the bundle deployments ready.
+func TestAHelmOpObjectDeploysItsChart(t *testing.T) {
+	t.Parallel()
+	repo, creds := startChartRepo(t)
+	publish(t, repo, "web", "1.0.0")
+	s := harness.Start(t, harness.Options{Clusters: []localk8s.ClusterOptions{{Name: "mgmt"}, {Name: "k"}}, ManagementCluster: "mgmt",
+		WorkerArgs: []string{"--credentials", creds}})
+	s.StartController("mgmt")
+	kubeconfig := filepath.Join(s.Dir, "k-inline.kubeconfig")
+	require.NoError(t, os.WriteFile(kubeconfig, s.InlineKubeconfig("k"), 0o600))
+	s.KubectlRun("mgmt", "create", "namespace", "fleet-default")
+	s.KubectlRun("mgmt", "-n", "fleet-default", "create", "secret", "generic", "k-kubeconfig", "--from-file=value="+kubeconfig)
+	s.KubectlRun("mgmt", "apply", "-f", s.ApplyFile(`apiVersion: fleet.cattle.io/v1alpha1
+kind: Cluster
+metadata: {name: one, namespace: fleet-default}
+spec:
+  kubeConfigSecret: k-kubeconfig
+  templateValues: {greeting: hi-one}
+`))
+	s.KubectlRun("mgmt", "apply", "-n", "fleet-default", "-f", s.ApplyFile(helmOpYAML("hello", repo.URL, "hello")))
+
+	wait := s.Kubectl("mgmt", "wait", "--for=condition=Ready", "helmop/hello", "-n", "fleet-default", "--timeout=3m")
+	require.Equal(t, 0, wait.ExitCode, "kubectl wait: %s", wait.Stderr)
+	listing := s.KubectlRun("mgmt", "get", "helmops", "-A")
+	require.Regexp(t, `NAMESPACE\s+NAME\s+REPO\s+CHART\s+VERSION\s+BUNDLEDEPLOYMENTS-READY\s+STATUS`, listing)
+	require.Regexp(t, `fleet-default\s+hello\s+\S+\s+web\s+1\.0\.0\s+1/1\s`, listing)
+	require.Equal(t, "hi-one", s.ConfigMapData("k", "default", "hello-web")["message"])
+	require.Contains(t, s.CLIRun("get", "helmops"), "hello")
+}
