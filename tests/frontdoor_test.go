@@ -234,6 +234,17 @@ allowedRepoPatterns:
 	require.Contains(t, s.KubectlRun("mgmt", "get", "gitrepos", "-n", "team-b"), "disallowed repo")
 	_, err := s.StatusOf(api.KeyOf("team-b", "app"))
 	require.Error(t, err, "nothing runs for a refused GitRepo")
+
+	// The restriction lifted, the GitRepo is admitted and runs (its repository, which does not exist, is
+	// the workflow's error to report, not the admission's).
+	s.KubectlRun("mgmt", "-n", "team-b", "delete", "gitreporestriction", "team-b-repos")
+	require.Eventually(t, func() bool {
+		st, _, ok := objectStatus(s, "gitrepo", "team-b", "app")
+		accepted, _ := st.condition("Accepted")
+		return ok && accepted == "True"
+	}, 2*time.Minute, 200*time.Millisecond, "admitted once the restriction is gone")
+	_, err = s.StatusOf(api.KeyOf("team-b", "app"))
+	require.NoError(t, err)
 }
 
 // A HelmOp object deploys a chart from a Helm repository, templated with the values of its Cluster object,

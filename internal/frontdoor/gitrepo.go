@@ -100,12 +100,14 @@ func (r *GitRepoReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	}
 	running := info != nil && info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
 	// The spec is handed over once per generation, and again only when the workflow has ended behind the
-	// object's back: a restarted controller or a lost watch re-reads the object without signalling anything.
-	if !running || old.ObservedGeneration != obj.GetGeneration() {
+	// object's back, or when that generation was refused (a restriction since lifted): a restarted
+	// controller or a lost watch re-reads the object without signalling anything.
+	if !running || old.ObservedGeneration != obj.GetGeneration() || conditionStatus(old.Conditions, "Accepted") != "True" {
 		if _, err := gitrepoctl.Apply(ctx, r.Temporal, r.TaskQueue, gr, api.ManagedByController); err != nil {
 			var elsewhere *gitrepoctl.ManagedElsewhereError
 			var other *gitrepoctl.OtherInstallationError
-			if errors.As(err, &elsewhere) || errors.As(err, &other) || isInvalid(err) {
+			var taken *gitrepoctl.NameTakenError
+			if errors.As(err, &elsewhere) || errors.As(err, &other) || errors.As(err, &taken) || isInvalid(err) {
 				return reconcile.Result{}, r.writeStatus(ctx, obj, Refused(obj.GetGeneration(), "Refused", err.Error(), old.Conditions, r.now()))
 			}
 			return reconcile.Result{}, err
@@ -126,10 +128,19 @@ func (r *GitRepoReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	if err := r.writeStatus(ctx, obj, next); err != nil {
 		return reconcile.Result{}, err
 	}
-	if next.Conditions[1].Status == "True" {
+	if conditionStatus(next.Conditions, "Ready") == "True" {
 		return reconcile.Result{RequeueAfter: SettledStatusEvery}, nil
 	}
 	return reconcile.Result{RequeueAfter: StatusEvery}, nil
+}
+
+func conditionStatus(cs []Condition, typ string) string {
+	for _, c := range cs {
+		if c.Type == typ {
+			return c.Status
+		}
+	}
+	return ""
 }
 
 // retry is a failure to read what admitting a GitRepo needs: tried again, never written as a refusal.

@@ -55,6 +55,18 @@ func (e *ManagedElsewhereError) Error() string {
 		"(flotilla delete -n %s %s) and this object takes it over once it has ended", e.Key.String(), e.Kind, fleet.Workspace(e.Key.Namespace), e.Key.Name)
 }
 
+// NameTakenError is a GitRepo applied under the name of a running HelmOp, or the reverse.
+type NameTakenError struct {
+	Key api.GitRepoKey
+	// Kind is what runs under the name.
+	Kind string
+}
+
+func (e *NameTakenError) Error() string {
+	return fmt.Sprintf("a %s named %q runs in this workspace; GitRepos and HelmOps share names: delete it first or choose another name",
+		e.Kind, e.Key.Name)
+}
+
 // LatestRun describes the GitRepo's latest run; nil when it never ran.
 func LatestRun(ctx context.Context, c client.Client, key api.GitRepoKey) (*workflowpb.WorkflowExecutionInfo, error) {
 	d, err := c.DescribeWorkflowExecution(ctx, key.WorkflowID(), "")
@@ -119,12 +131,8 @@ func MayApply(ctx context.Context, c client.Client, taskQueue string, key api.Gi
 	if info.GetTaskQueue() != taskQueue {
 		return &OtherInstallationError{Key: key, Theirs: info.GetTaskQueue(), Ours: taskQueue}
 	}
-	running := kindOf(info) == fleet.KindHelmOp
-	switch {
-	case running && !helmOp:
-		return fmt.Errorf("a HelmOp named %q runs in this workspace; GitRepos and HelmOps share names: delete it first or choose another name", key.Name)
-	case !running && helmOp:
-		return fmt.Errorf("a GitRepo named %q runs in this workspace; GitRepos and HelmOps share names: delete it first or choose another name", key.Name)
+	if running := kindOf(info); (running == fleet.KindHelmOp) != helmOp {
+		return &NameTakenError{Key: key, Kind: running}
 	}
 	if ManagedBy(info) != by {
 		return &ManagedElsewhereError{Key: key, Kind: kindOf(info), By: ManagedBy(info)}
