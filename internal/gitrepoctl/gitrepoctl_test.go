@@ -64,3 +64,43 @@ func TestEachSideChangesOnlyTheGitReposItOwns(t *testing.T) {
 			`(flotilla delete -n team-a cli) and this object takes it over once it has ended`)
 	require.NoError(t, Steer(ctx, c, "flotilla", cli, ""))
 }
+
+// GitRepo names are shared by the installations on a namespace: a command of one never reads or steers
+// the other's GitRepo, and `apply` may take a name only once the other's GitRepo has ended.
+func TestACommandLeavesAnotherInstallationsGitRepoAlone(t *testing.T) {
+	c := describer{runs: map[string]*workflowpb.WorkflowExecutionInfo{
+		"gitrepo/mine":    {TaskQueue: "flotilla-b", Status: enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING},
+		"gitrepo/theirs":  {TaskQueue: "flotilla", Status: enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING},
+		"gitrepo/deleted": {TaskQueue: "flotilla", Status: enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED},
+	}}
+	ctx := context.Background()
+
+	require.NoError(t, Own(ctx, c, "flotilla-b", api.KeyOf("", "mine")))
+	require.NoError(t, Own(ctx, c, "flotilla-b", api.KeyOf("", "new")), "a GitRepo that never ran is the command's own call to report")
+	require.EqualError(t, Own(ctx, c, "flotilla-b", api.KeyOf("", "theirs")),
+		`gitrepo "theirs" belongs to the Flotilla installation on task queue "flotilla", not to this one ("flotilla-b"): `+
+			`installations sharing a Temporal namespace need distinct GitRepo names (use --task-queue flotilla for that one)`)
+	require.Error(t, Own(ctx, c, "flotilla-b", api.KeyOf("", "deleted")), "an ended GitRepo's status is still the other installation's")
+
+	require.NoError(t, MayApply(ctx, c, "flotilla-b", api.KeyOf("", "mine"), false, ""))
+	require.NoError(t, MayApply(ctx, c, "flotilla-b", api.KeyOf("", "new"), false, ""))
+	require.NoError(t, MayApply(ctx, c, "flotilla-b", api.KeyOf("", "deleted"), false, ""), "an ended GitRepo's name is free again")
+	var other *OtherInstallationError
+	require.ErrorAs(t, MayApply(ctx, c, "flotilla-b", api.KeyOf("", "theirs"), false, ""), &other)
+}
+
+// The check is by key: the GitRepo "theirs" of workspace team-a is not the fleet-default "theirs" of
+// another installation, and is named with its namespace when it is another installation's.
+func TestTheInstallationCheckIsByNamespaceAndName(t *testing.T) {
+	c := describer{runs: map[string]*workflowpb.WorkflowExecutionInfo{
+		"gitrepo/theirs":        {TaskQueue: "flotilla", Status: enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING},
+		"gitrepo/team-a/theirs": {TaskQueue: "flotilla-b", Status: enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING},
+		"gitrepo/team-b/theirs": {TaskQueue: "flotilla", Status: enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING},
+	}}
+	ctx := context.Background()
+	require.NoError(t, Own(ctx, c, "flotilla-b", api.KeyOf("team-a", "theirs")))
+	require.NoError(t, MayApply(ctx, c, "flotilla-b", api.KeyOf("team-c", "theirs"), false, ""))
+	require.EqualError(t, Own(ctx, c, "flotilla-b", api.KeyOf("team-b", "theirs")),
+		`gitrepo "team-b/theirs" belongs to the Flotilla installation on task queue "flotilla", not to this one ("flotilla-b"): `+
+			`installations sharing a Temporal namespace need distinct GitRepo names (use --task-queue flotilla for that one)`)
+}
