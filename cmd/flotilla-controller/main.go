@@ -27,6 +27,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/internal/envdefault"
 	"github.com/flotilla-gitops/flotilla/internal/fleetcrd"
 	"github.com/flotilla-gitops/flotilla/internal/frontdoor"
+	"github.com/flotilla-gitops/flotilla/internal/searchattr"
 	"github.com/flotilla-gitops/flotilla/internal/temporalconn"
 	"github.com/flotilla-gitops/flotilla/internal/zaplog"
 )
@@ -99,9 +100,23 @@ func run(args []string) error {
 		return err
 	}
 	defer tc.Close()
+	// The GitRepos it starts carry FlotillaManagedBy: check (and create where allowed) Flotilla's search
+	// attributes first, as the worker does, so that a server without them is named at start.
+	sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	created, err := searchattr.Ensure(sctx, searchattr.Service{Client: tc.OperatorService()}, *namespace, api.SearchAttributes)
+	cancel()
+	if err != nil {
+		return err
+	}
+	if len(created) > 0 {
+		log.Info("created search attributes", zap.String("temporalNamespace", *namespace), zap.Strings("names", created))
+	}
 
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
-		Scheme:                  scheme,
+		Scheme: scheme,
+		// Fleet's objects are read unstructured, from the informers' caches like any typed object: the
+		// status read-back re-reads each GitRepo every few seconds, which must not cost API requests.
+		Client:                  client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 		Metrics:                 metricsserver.Options{BindAddress: orZero(*metrics)},
 		HealthProbeBindAddress:  orZero(*probes),
 		LeaderElection:          *leader,
@@ -113,6 +128,9 @@ func run(args []string) error {
 	}
 	if *probes != "" {
 		if err := mgr.AddHealthzCheck("ping", func(_ *http.Request) error { return nil }); err != nil {
+			return err
+		}
+		if err := mgr.AddReadyzCheck("ping", func(_ *http.Request) error { return nil }); err != nil {
 			return err
 		}
 	}
