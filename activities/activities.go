@@ -177,24 +177,19 @@ func (a *Activities) clusterClient(ctx context.Context, t api.ClusterTarget, c f
 			"and this worker holds no kubeconfig for it", clusterRef(t)), api.ErrTypeUnreachable)
 	}
 	cfg := agentclient.Config{KubeconfigPath: c.Spec.KubeConfigPath, Context: c.Spec.KubeConfigContext, QPS: a.HelmQPS, Burst: a.HelmBurst}
+	var cl *agentclient.Client
+	var err error
 	if c.Spec.KubeConfigSecret != "" {
-		// The Secret is the cluster's own namespace's (inventory.ValidateCluster), so a workspace reads no other's.
-		ns := fleet.Workspace(c.Metadata.Namespace)
-		data, err := a.KubeconfigSecrets.Get(ctx, ns, c.Spec.KubeConfigSecret)
-		if err != nil {
-			return nil, temporal.NewApplicationError(fmt.Sprintf("cluster %q: %v", clusterRef(t), err), api.ErrTypeUnreachable)
+		var data []byte
+		if cfg.KubeconfigPath, data, err = a.KubeconfigSecrets.ForCluster(ctx, c); err == nil {
+			cl, err = a.Clusters.GetFrom(cfg, data)
 		}
-		cfg.KubeconfigPath = "secret " + ns + "/" + c.Spec.KubeConfigSecret
-		cl, err := a.Clusters.GetFrom(cfg, data)
-		if err != nil {
-			return nil, temporal.NewApplicationError(fmt.Sprintf("cluster %q: %v", clusterRef(t), err), api.ErrTypeUnreachable)
+	} else {
+		if err := a.Workspaces.kubeconfig(t.Key().Namespace, t.Cluster, c.Spec.KubeConfigPath); err != nil {
+			return nil, err
 		}
-		return cl, nil
+		cl, err = a.Clusters.Get(cfg)
 	}
-	if err := a.Workspaces.kubeconfig(t.Key().Namespace, t.Cluster, c.Spec.KubeConfigPath); err != nil {
-		return nil, err
-	}
-	cl, err := a.Clusters.Get(cfg)
 	if err != nil {
 		return nil, temporal.NewApplicationError(fmt.Sprintf("cluster %q: %v", clusterRef(t), err), api.ErrTypeUnreachable)
 	}

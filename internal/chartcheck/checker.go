@@ -185,13 +185,11 @@ func (c *Checker) clusterAccess(ctx context.Context, r Request) (clusterAccess, 
 		return clusterAccess{}, fmt.Errorf("cluster %q is not in the inventory", fleet.DisplayName(r.ClusterNamespace, r.Cluster))
 	}
 	if cl.Spec.KubeConfigSecret != "" {
-		ns := fleet.Workspace(cl.Metadata.Namespace)
-		data, err := c.secrets.Get(ctx, ns, cl.Spec.KubeConfigSecret)
+		source, data, err := c.secrets.ForCluster(ctx, cl)
 		if err != nil {
 			return clusterAccess{}, err
 		}
-		return clusterAccess{Kubeconfig: "secret " + ns + "/" + cl.Spec.KubeConfigSecret, KubeconfigData: data, Context: cl.Spec.KubeConfigContext,
-			Confine: r.Apply.ConfineToNamespace}, nil
+		return clusterAccess{Kubeconfig: source, KubeconfigData: data, Context: cl.Spec.KubeConfigContext, Confine: r.Apply.ConfineToNamespace}, nil
 	}
 	return clusterAccess{Kubeconfig: cl.Spec.KubeConfigPath, Context: cl.Spec.KubeConfigContext, Confine: r.Apply.ConfineToNamespace}, nil
 }

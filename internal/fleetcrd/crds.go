@@ -43,6 +43,11 @@ func column(name, path string) apiextensionsv1.CustomResourceColumnDefinition {
 	return apiextensionsv1.CustomResourceColumnDefinition{Name: name, Type: "string", JSONPath: path}
 }
 
+const (
+	managedByLabel = "app.kubernetes.io/managed-by"
+	managedBy      = "flotilla-controller"
+)
+
 const readyMessage = `.status.conditions[?(@.type=="Ready")].message`
 
 // Definitions are the CustomResourceDefinitions, each with a status subresource (the controller writes
@@ -74,7 +79,7 @@ func Definitions() []*apiextensionsv1.CustomResourceDefinition {
 func define(k Kind, schema apiextensionsv1.JSONSchemaProps, columns ...apiextensionsv1.CustomResourceColumnDefinition) *apiextensionsv1.CustomResourceDefinition {
 	return &apiextensionsv1.CustomResourceDefinition{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"},
-		ObjectMeta: metav1.ObjectMeta{Name: k.Plural + "." + Group, Labels: map[string]string{"app.kubernetes.io/managed-by": "flotilla-controller"}},
+		ObjectMeta: metav1.ObjectMeta{Name: k.Plural + "." + Group, Labels: map[string]string{managedByLabel: managedBy}},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
 			Group: Group,
 			Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: k.Kind, ListKind: k.Kind + "List", Plural: k.Plural,
@@ -98,8 +103,12 @@ func Install(ctx context.Context, c client.Client) error {
 		switch {
 		case apierrors.IsNotFound(err):
 			err = c.Create(ctx, want.DeepCopy())
+		case err == nil && have.Labels[managedByLabel] != managedBy:
+			// Fleet's own definitions, say: replacing their schemas would prune what Fleet stores.
+			return fmt.Errorf("CustomResourceDefinition %s exists and was not installed by flotilla-controller (is Fleet installed?): "+
+				"remove it, or start with --skip-crds to serve the definition as it is", want.Name)
 		case err == nil:
-			have.Spec, have.Labels = want.Spec, want.Labels
+			have.Spec = want.Spec
 			err = c.Update(ctx, &have)
 		}
 		if err != nil {

@@ -1,10 +1,13 @@
 package fleetcrd
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
 func definition(t *testing.T, plural string) *apiextensionsv1.CustomResourceDefinition {
@@ -53,4 +56,17 @@ func TestThePrinterColumnsAreFleets(t *testing.T) {
 	for _, d := range Definitions() {
 		require.NotNil(t, d.Spec.Versions[0].Subresources.Status, "%s: status is the controller's, spec the user's", d.Name)
 	}
+}
+
+// In a management cluster where Fleet runs, its definitions are Fleet's: replacing their schemas would
+// prune what Fleet stores, so the controller refuses and says how to go on.
+func TestDefinitionsItDidNotInstallAreLeftAlone(t *testing.T) {
+	scheme := runtime.NewScheme()
+	require.NoError(t, apiextensionsv1.AddToScheme(scheme))
+	fleets := Definitions()[0].DeepCopy()
+	fleets.Labels = map[string]string{"app.kubernetes.io/managed-by": "Helm"}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(fleets).Build()
+	err := Install(context.Background(), c)
+	require.EqualError(t, err, "CustomResourceDefinition gitrepos.fleet.cattle.io exists and was not installed by flotilla-controller "+
+		"(is Fleet installed?): remove it, or start with --skip-crds to serve the definition as it is")
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/fleet"
+	"github.com/flotilla-gitops/flotilla/internal/agentkeeper"
 	"github.com/flotilla-gitops/flotilla/internal/fleetcrd"
 	"github.com/flotilla-gitops/flotilla/internal/gitrepoctl"
 	"github.com/flotilla-gitops/flotilla/inventory"
@@ -68,6 +69,17 @@ func (r *InventoryReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 	if err == nil {
 		if _, err = gitrepoctl.UpdateInventory(ctx, r.Temporal, r.TaskQueue, update, arg); err != nil && !refused(err) {
 			return reconcile.Result{}, fmt.Errorf("%s %s/%s: %w", r.Kind.Kind, meta.Namespace, meta.Name, err)
+		}
+	}
+	if c, ok := arg.(fleet.Cluster); ok && err == nil {
+		// As `flotilla cluster add` does: the cluster's AgentWorkflow applies a changed agent setting now,
+		// and ends for a cluster that left agent mode.
+		keep := agentkeeper.Check
+		if c.Spec.Agent != nil {
+			keep = agentkeeper.Ensure
+		}
+		if err := keep(ctx, r.Temporal, r.TaskQueue, fleet.Workspace(meta.Namespace), meta.Name); err != nil {
+			return reconcile.Result{}, fmt.Errorf("%s %s/%s: keeping its agent: %w", r.Kind.Kind, meta.Namespace, meta.Name, err)
 		}
 	}
 	old := oldStatus(obj)

@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/flotilla-gitops/flotilla/fleet"
 )
 
 // Key is the Secret's key that holds the kubeconfig, as in Fleet.
@@ -68,6 +70,14 @@ func New(kubeconfig string) (*Source, error) {
 // NewFor is a Source reading through c.
 func NewFor(c kubernetes.Interface, ttl time.Duration) *Source {
 	return &Source{client: c, ttl: ttl, now: time.Now, cache: map[string]entry{}}
+}
+
+// ForCluster is the kubeconfig of a cluster registered with spec.kubeConfigSecret, read in the cluster's own
+// namespace (inventory.ValidateCluster refuses any other), and how messages name where it came from.
+func (s *Source) ForCluster(ctx context.Context, c fleet.Cluster) (source string, kubeconfig []byte, err error) {
+	ns := fleet.Workspace(c.Metadata.Namespace)
+	kubeconfig, err = s.Get(ctx, ns, c.Spec.KubeConfigSecret)
+	return "secret " + ns + "/" + c.Spec.KubeConfigSecret, kubeconfig, err
 }
 
 // Get is the kubeconfig in Secret namespace/name, key `value`.
