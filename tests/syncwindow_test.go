@@ -55,7 +55,10 @@ func TestSyncWindowsHoldChangesAndDriftCorrectionUntilOpenOrOverridden(t *testin
 	defer cancel()
 	require.NoError(t, s.Kube("a").CoreV1().ConfigMaps("frozen-1").Delete(ctx, "app", metav1.DeleteOptions{}))
 	s.WaitChecks("frozen", "frozen-1", 3)
-	_, err = s.Kube("a").CoreV1().ConfigMaps("frozen-1").Get(ctx, "app", metav1.GetOptions{})
+	// A context of its own: three checks take longer than the delete's 10 s on a busy machine.
+	getCtx, cancelGet := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancelGet()
+	_, err = s.Kube("a").CoreV1().ConfigMaps("frozen-1").Get(getCtx, "app", metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "drift correction waits for the window: %v", err)
 
 	v2 := repo.Commit(map[string]string{"web/cm.yaml": fmt.Sprintf(configMapV, "2")}, "v2")
