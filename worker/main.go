@@ -27,6 +27,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/api"
 	"github.com/flotilla-gitops/flotilla/internal/agentkeeper"
 	"github.com/flotilla-gitops/flotilla/internal/agentmanifest"
+	"github.com/flotilla-gitops/flotilla/internal/cachedir"
 	"github.com/flotilla-gitops/flotilla/internal/chartcheck"
 	"github.com/flotilla-gitops/flotilla/internal/charts"
 	"github.com/flotilla-gitops/flotilla/internal/content"
@@ -95,6 +96,11 @@ func run() error {
 	}
 	defer c.Close()
 
+	claim, err := claimCache(cfg.cacheDir, log)
+	if err != nil {
+		return err
+	}
+	defer claim.Release() //nolint:errcheck
 	cache := &gitcache.Cache{Dir: cfg.cacheDir, Creds: creds, AllowLocal: cfg.allowLocalRepos}
 	// Without Flotilla's search attributes every workflow task fails and nothing says why: check (and
 	// create where allowed) before polling, and stop with the commands to run otherwise.
@@ -278,4 +284,17 @@ func servePprof(addr string) (*http.Server, error) {
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(l) }()
 	return srv, nil
+}
+
+// claimCache takes the cache folder for the worker's life, removing what a worker killed while writing into
+// it left behind.
+func claimCache(dir string, log *zap.Logger) (*cachedir.Claim, error) {
+	claim, removed, err := cachedir.Take(dir)
+	if err != nil {
+		return nil, err
+	}
+	if len(removed) > 0 {
+		log.Info("removed what a stopped process left half-written in the cache", zap.String("dir", dir), zap.Strings("entries", removed))
+	}
+	return claim, nil
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/activities"
 	"github.com/flotilla-gitops/flotilla/agentclient"
 	"github.com/flotilla-gitops/flotilla/api"
+	"github.com/flotilla-gitops/flotilla/internal/cachedir"
 	"github.com/flotilla-gitops/flotilla/internal/chartcheck"
 	"github.com/flotilla-gitops/flotilla/internal/content"
 	"github.com/flotilla-gitops/flotilla/internal/metrics"
@@ -54,6 +55,14 @@ func run() error {
 	}
 	defer log.Sync() //nolint:errcheck
 
+	claim, removed, err := cachedir.Take(cfg.cacheDir)
+	if err != nil {
+		return err
+	}
+	defer claim.Release() //nolint:errcheck
+	if len(removed) > 0 {
+		log.Info("removed what a stopped process left half-written in the cache", zap.String("dir", cfg.cacheDir), zap.Strings("entries", removed))
+	}
 	kubeconfig := cfg.kubeconfig
 	if kubeconfig == "" {
 		if kubeconfig, err = inClusterKubeconfig(cfg.cacheDir); err != nil {
