@@ -3,6 +3,7 @@ package fleet
 import (
 	"errors"
 	"net/url"
+	"regexp"
 	"strings"
 )
 
@@ -28,7 +29,7 @@ var errNotAURL = errors.New("not a URL git can use (it is not repeated here: it 
 // Errors name the part, never the URL. Plain forms pass: https://host/org/repo, ssh://git@host/org/repo,
 // git@host:org/repo.git, file:///srv/git/repo and local paths.
 func CheckRepoURL(repo string) error {
-	if strings.Contains(repo, "://") {
+	if isURLForm(repo) {
 		if err := checkURLForm(repo); err != nil {
 			return err
 		}
@@ -67,15 +68,28 @@ func checkURLForm(repo string) error {
 	return &RepoURLError{Part: "a user part in a " + u.Scheme + ":// URL (only SSH takes one)"}
 }
 
-// isSCPLike is git's test for [user@]host:path: a colon before any slash.
+// isURLForm is go-git's test for a URL (git's is alike): "://" at the first colon. A "://" further on
+// leaves user:password@host:path/a://b scp-like, with its password.
+func isURLForm(repo string) bool {
+	colon := strings.IndexByte(repo, ':')
+	return colon > 0 && strings.HasPrefix(repo[colon:], "://")
+}
+
+// isSCPLike is git's test for [user@]host:path: a colon before any slash (even first: go-git reads
+// :token@host:path as the user :token).
 func isSCPLike(repo string) bool {
 	colon := strings.IndexByte(repo, ':')
 	slash := strings.IndexByte(repo, '/')
-	return colon > 0 && (slash < 0 || colon < slash)
+	return colon >= 0 && (slash < 0 || colon < slash)
 }
 
+// goGitSCPLike is how go-git, which the worker clones with, reads [user@]host:[port:]path
+// (go-git/v5/internal/url): its user part runs to the first '@', slashes included.
+var goGitSCPLike = regexp.MustCompile(`^(?:(?P<user>[^@]+)@)?(?P<host>[^:\s]+):(?:(?P<port>[0-9]{1,5}):)?(?P<path>[^\\].*)$`)
+
 // checkSCPForm refuses a password in the user part of user@host:path. The user part runs to the last '@'
-// before the path's first slash, so a password holding '@' is still found whole.
+// before the path's first slash, so a password holding '@' is still found whole; and to the first '@' as
+// go-git reads it, so a password holding '/' is too.
 func checkSCPForm(repo string) error {
 	head := repo
 	if slash := strings.IndexByte(repo, '/'); slash >= 0 {
@@ -83,6 +97,9 @@ func checkSCPForm(repo string) error {
 	}
 	at := strings.LastIndexByte(head, '@')
 	if at >= 0 && strings.Contains(head[:at], ":") {
+		return &RepoURLError{Part: "a password in the URL's user part"}
+	}
+	if m := goGitSCPLike.FindStringSubmatch(repo); m != nil && strings.Contains(m[1], ":") {
 		return &RepoURLError{Part: "a password in the URL's user part"}
 	}
 	return nil

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -43,6 +44,10 @@ var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month 
 func (w SyncWindow) parse() (cron.Schedule, time.Duration, error) {
 	if w.Kind != WindowAllow && w.Kind != WindowDeny {
 		return nil, 0, fmt.Errorf("kind %q: want allow or deny", w.Kind)
+	}
+	if (strings.HasPrefix(w.Schedule, "TZ=") || strings.HasPrefix(w.Schedule, "CRON_TZ=")) && !strings.Contains(w.Schedule, " ") {
+		// The parser slices the zone up to the first space, and panics when there is none.
+		return nil, 0, fmt.Errorf("schedule %q: a time zone must be followed by a schedule", w.Schedule)
 	}
 	s, err := cronParser.Parse(w.Schedule)
 	if err != nil {
@@ -133,7 +138,10 @@ func WindowsAt(ws []SyncWindow, t time.Time) WindowState {
 func openAt(ws []parsedWindow, t time.Time) bool {
 	anyAllow, allowed := false, false
 	for _, w := range ws {
-		active := !w.schedule.Next(t.Add(-w.duration)).After(t) // it started in (t-duration, t]
+		// It started in (t-duration, t]. Next is zero for a schedule that never comes (February 30th),
+		// which is no start.
+		start := w.schedule.Next(t.Add(-w.duration))
+		active := !start.IsZero() && !start.After(t)
 		switch {
 		case w.deny && active:
 			return false
@@ -155,7 +163,7 @@ func nextEdge(ws []parsedWindow, t time.Time) time.Time {
 	}
 	for _, w := range ws {
 		consider(w.schedule.Next(t))
-		if start := w.schedule.Next(t.Add(-w.duration)); !start.After(t) {
+		if start := w.schedule.Next(t.Add(-w.duration)); !start.IsZero() && !start.After(t) {
 			consider(start.Add(w.duration))
 		}
 	}

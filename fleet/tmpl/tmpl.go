@@ -259,20 +259,28 @@ func valuesFile(root, bundlePath, f string, pre bool, c fleet.ClusterInfo) (map[
 func repoRoot(root string) string { return root }
 
 // legacyLabels implements Fleet's older substitution: a string value "global.fleet.clusterLabels.<label>"
-// becomes that label's value.
+// becomes that label's value. It substitutes in a copy: with disablePreProcess, v shares its maps with
+// the caller's helm.values, and the next cluster's render must not see this one's labels.
 func legacyLabels(v map[string]any, labels map[string]string) map[string]any {
 	const prefix = "global.fleet.clusterLabels."
+	if v == nil {
+		return nil
+	}
 	var walk func(any) any
 	walk = func(x any) any {
 		switch t := x.(type) {
 		case map[string]any:
+			out := make(map[string]any, len(t))
 			for k, e := range t {
-				t[k] = walk(e)
+				out[k] = walk(e)
 			}
+			return out
 		case []any:
+			out := make([]any, len(t))
 			for i, e := range t {
-				t[i] = walk(e)
+				out[i] = walk(e)
 			}
+			return out
 		case string:
 			if strings.HasPrefix(t, prefix) {
 				return labels[strings.TrimPrefix(t, prefix)]
@@ -280,6 +288,5 @@ func legacyLabels(v map[string]any, labels map[string]string) map[string]any {
 		}
 		return x
 	}
-	walk(v)
-	return v
+	return walk(v).(map[string]any)
 }
