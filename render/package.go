@@ -104,6 +104,10 @@ func unmarshalPackage(data []byte, limit int64) (*Release, error) {
 	if rel.Chart, err = env.Chart.chart(0); err != nil {
 		return nil, fmt.Errorf("bundle %q: package: %w", env.Bundle, err)
 	}
+	if rel.Deploy && rel.Chart == nil {
+		// A deployed rendering always has a chart, if only the empty one raw manifests go with.
+		return nil, fmt.Errorf("bundle %q: package: no chart to deploy", env.Bundle)
+	}
 	rel.Values = env.Values
 	if p := env.Post; p != nil {
 		rel.PostRenderer = &postRenderer{extra: p.Extra, forceNamespace: p.ForceNamespace, labels: p.Labels, keepCRDs: p.KeepCRDs}

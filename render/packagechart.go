@@ -1,6 +1,7 @@
 package render
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 
@@ -54,6 +55,10 @@ func (p *packagedChart) chart(depth int) (*chart.Chart, error) {
 	}
 	if depth > maxChartDepth {
 		return nil, fmt.Errorf("chart: subcharts nested more than %d deep", maxChartDepth)
+	}
+	if p.Metadata == nil {
+		// Helm's loader never makes such a chart, and Helm's install dereferences it.
+		return nil, errors.New("chart: a chart or subchart without metadata (Chart.yaml)")
 	}
 	c := &chart.Chart{Metadata: p.Metadata, Lock: p.Lock, Raw: p.Raw, Templates: p.Templates, Values: p.Values,
 		Schema: p.Schema, Files: p.Files}

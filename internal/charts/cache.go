@@ -2,10 +2,12 @@ package charts
 
 import (
 	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -118,8 +120,28 @@ func (f *Fetcher) store(digest string, data []byte) error {
 	return nil
 }
 
-// expand checks that data is a chart archive (Helm's own checks on paths and sizes) and returns its files.
+// maxExpandedArchive bounds a chart archive once decompressed, as a tar stream. Helm's loader bounds the
+// files' contents (loader.MaxDecompressedChartSize, 100 MiB) but neither their names, which a tar entry
+// may run to a MiB, nor their number: a 213 KiB archive of empty files with long names expanded to 200
+// MiB of names, so an archive of DefaultMaxArchiveBytes would expand to tens of GiB. The stream holds the
+// contents, the names and a 512-byte header per file, so bounding it bounds all three.
+const maxExpandedArchive = 128 << 20
+
+// expand checks that data is a chart archive (Helm's own checks on paths and sizes, and
+// maxExpandedArchive) and returns its files.
 func expand(data []byte) ([]*loader.BufferedFile, error) {
+	return expandWithin(data, maxExpandedArchive)
+}
+
+func expandWithin(data []byte, limit int64) ([]*loader.BufferedFile, error) {
+	// Decompressed once, keeping nothing, so that nothing of an archive past the bound is ever held. A
+	// stream that fails short of the bound is left to Helm's loader, which stops at the same place and
+	// says why.
+	if zr, err := gzip.NewReader(bytes.NewReader(data)); err == nil {
+		if n, _ := io.Copy(io.Discard, io.LimitReader(zr, limit+1)); n > limit {
+			return nil, fmt.Errorf("the archive is larger than %s once decompressed, the most Flotilla expands", mib(limit))
+		}
+	}
 	files, err := loader.LoadArchiveFiles(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("not a chart archive: %v", err)

@@ -165,35 +165,49 @@ func (f *Fetcher) chartLayer(ctx context.Context, repo *remote.Repository, ociUR
 		return ocispec.Descriptor{}, ociError(err, ociURL+":"+tag)
 	}
 	defer rc.Close()
-	fail := func(format string, args ...any) (ocispec.Descriptor, error) {
-		return ocispec.Descriptor{}, &requestError{url: ociURL + ":" + tag, status: http.StatusOK, err: fmt.Errorf(format, args...)}
+	fail := func(err error) (ocispec.Descriptor, error) {
+		return ocispec.Descriptor{}, &requestError{url: ociURL + ":" + tag, status: http.StatusOK, err: err}
 	}
 	if desc.Size > maxManifestBytes {
-		return fail("the manifest is larger than %s, the most Flotilla reads", mib(maxManifestBytes))
+		return fail(fmt.Errorf("the manifest is larger than %s, the most Flotilla reads", mib(maxManifestBytes)))
 	}
 	data, err := io.ReadAll(io.LimitReader(rc, maxManifestBytes+1))
 	if err != nil {
 		return ocispec.Descriptor{}, ociError(err, ociURL+":"+tag)
 	}
+	layer, err := chartLayerOf(desc, data, f.maxArchiveBytes())
+	if err != nil {
+		return fail(err)
+	}
+	return layer, nil
+}
+
+// chartLayerOf is the chart layer of the manifest data, which the registry served as desc: the registry's
+// answer, checked against the digest it gave and read without trusting anything else it says.
+func chartLayerOf(desc ocispec.Descriptor, data []byte, maxArchive int64) (ocispec.Descriptor, error) {
+	if len(data) > maxManifestBytes {
+		return ocispec.Descriptor{}, fmt.Errorf("the manifest is larger than %s, the most Flotilla reads", mib(maxManifestBytes))
+	}
 	if desc.Digest != "" && desc.Digest.Validate() == nil && desc.Digest.Algorithm().Available() && desc.Digest.Algorithm().FromBytes(data) != desc.Digest {
-		return fail("the manifest does not match its digest %s", desc.Digest)
+		return ocispec.Descriptor{}, fmt.Errorf("the manifest does not match its digest %s", desc.Digest)
 	}
 	var m ocispec.Manifest
 	if err := json.Unmarshal(data, &m); err != nil {
-		return fail("the manifest does not parse: %v", err)
+		return ocispec.Descriptor{}, fmt.Errorf("the manifest does not parse: %v", err)
 	}
 	for _, l := range m.Layers {
 		if l.MediaType == helmregistry.ChartLayerMediaType || l.MediaType == helmregistry.LegacyChartLayerMediaType {
-			if l.Digest.Algorithm() != digest.SHA256 || l.Digest.Validate() != nil {
-				return fail("the chart layer's digest %q is not sha256", l.Digest)
+			// Validate first: Algorithm panics on a digest without a colon, and a registry writes the manifest.
+			if l.Digest.Validate() != nil || l.Digest.Algorithm() != digest.SHA256 {
+				return ocispec.Descriptor{}, fmt.Errorf("the chart layer's digest %q is not sha256", l.Digest)
 			}
-			if l.Size > f.maxArchiveBytes() {
-				return fail("the chart is larger than %s, the most Flotilla reads", mib(f.maxArchiveBytes()))
+			if l.Size > maxArchive {
+				return ocispec.Descriptor{}, fmt.Errorf("the chart is larger than %s, the most Flotilla reads", mib(maxArchive))
 			}
 			return l, nil
 		}
 	}
-	return fail("not a chart: the manifest has no %s layer (media type %s)", helmregistry.ChartLayerMediaType, desc.MediaType)
+	return ocispec.Descriptor{}, fmt.Errorf("not a chart: the manifest has no %s layer (media type %s)", helmregistry.ChartLayerMediaType, desc.MediaType)
 }
 
 // ociBlob downloads the chart layer a lock names (oci://registry/path/name:tag) by its digest.

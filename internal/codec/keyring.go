@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -117,15 +118,15 @@ func ParseKeyring(name string, data []byte) (*Keyring, error) {
 	return k, nil
 }
 
+var yamlLine = regexp.MustCompile(`line [0-9]+`)
+
 // redactedYAMLError keeps the line number of a YAML error and drops the rest, which can quote the
 // document, keys and all.
 func redactedYAMLError(err error) string {
 	msg := err.Error()
-	if i := strings.Index(msg, "line "); i >= 0 {
-		rest := msg[i:]
-		if j := strings.Index(rest, ":"); j > 0 {
-			return "error at " + rest[:j]
-		}
+	// Digits only: a field's name is quoted too, and "line <a key pasted as a field>:" is no line number.
+	if line := yamlLine.FindString(msg); line != "" {
+		return "error at " + line
 	}
 	if strings.Contains(msg, "unknown field") {
 		return "an unknown field"
