@@ -15,7 +15,7 @@ TEST_TIMEOUT ?= 40m
 TEST_PARALLEL ?= 6
 export CGO_ENABLED ?= 0
 
-.PHONY: all tools build up down test unit e2e vet lint clean bench bench-quick bench-scale bench-compare
+.PHONY: all tools build up down test unit e2e vet lint clean bench bench-quick bench-scale bench-compare fuzz chaos
 
 all: build
 
@@ -104,6 +104,26 @@ BENCH_COMPARE_OUT ?= $(CURDIR)/bench/out/compare.json
 BENCH_COMPARE_QUICK_OUT ?= $(CURDIR)/bench/out/compare-quick.json
 bench-compare: tools build
 	hack/bench-compare.sh "$(BASE)" --apiservers 3 --experiments "$(BENCH_COMPARE_EXPERIMENTS)" --rounds $(BENCH_COMPARE_ROUNDS) --out "$(BENCH_COMPARE_OUT)"
+
+## fuzz: every Go fuzz target for FUZZTIME each, one after the other; prints executions, new interesting
+## inputs and findings per target and writes JSON to $$FUZZ_OUT. A finding is a failing input written to the
+## package's testdata/fuzz: fix its cause and commit it as a corpus entry. `make test` runs the seed corpora.
+FUZZTIME ?= 30s
+FUZZ_OUT ?= $(CURDIR)/bench/out/fuzz.json
+fuzz:
+	$(GO) run ./hack/fuzzrun -fuzztime "$(FUZZTIME)" -out "$(FUZZ_OUT)"
+
+## chaos: the soak: a fleet of API servers (CHAOS_CLUSTERS, "kubeconfig,agents"), two workers, Temporal, a git
+## server and a chart repository, while commits and chart versions keep coming and one process at a time is
+## SIGKILLed and started again, until CHAOS_KILLS kills or CHAOS_MINUTES; then it checks every release on
+## every cluster and writes JSON to $$CHAOS_OUT. CHAOS_SEED replays a run's choices. `make test` runs a short soak.
+CHAOS_KILLS ?= 1000
+CHAOS_MINUTES ?= 240
+CHAOS_CLUSTERS ?= 3,2
+CHAOS_OUT ?= $(CURDIR)/bench/out/chaos.json
+chaos: tools build
+	CHAOS_KILLS=$(CHAOS_KILLS) CHAOS_MINUTES=$(CHAOS_MINUTES) CHAOS_CLUSTERS=$(CHAOS_CLUSTERS) CHAOS_OUT="$(CHAOS_OUT)" \
+	  FLOTILLA_BIN=$(CURDIR)/bin $(GO) test -count=1 -v -run '^TestChaosSoak$$' -timeout $$(( $(CHAOS_MINUTES) + 30 ))m ./tests/chaos
 
 clean:
 	rm -rf bin .run

@@ -246,6 +246,18 @@ func (s *Server) Stop() error { return s.p.Stop(10 * time.Second) }
 // Kill stops the server with SIGKILL.
 func (s *Server) Kill() error { return s.p.Kill() }
 
+// StartAgain starts a server that was stopped or killed on the same ports and database, and waits until
+// it is ready: a crash (Kill) and its recovery, with whatever pause the caller chooses between them.
+func (s *Server) StartAgain(ctx context.Context) error {
+	if s.o.InMemory {
+		return fmt.Errorf("a dev server with its state in memory cannot start again: it would come back empty")
+	}
+	if s.p != nil && s.p.Alive() {
+		return fmt.Errorf("the dev server is still running (pid %d)", s.p.PID())
+	}
+	return s.start(ctx, false)
+}
+
 // Restart stops the server and starts it again on the same ports and database.
 func (s *Server) Restart(ctx context.Context) error {
 	if s.o.InMemory {

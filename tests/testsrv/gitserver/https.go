@@ -35,22 +35,39 @@ func StartHTTPS(root, username, password string) (*HTTPS, error) {
 // StartHTTPSOn is StartHTTPS on a port of the host's address ip, which its certificate names: the
 // docker-compose test serves on the Docker bridge, for workers in containers.
 func StartHTTPSOn(ip, root, username, password string) (*HTTPS, error) {
-	execPath, err := gitExecPath()
-	if err != nil {
-		return nil, err
-	}
 	pki, err := testpki.NewNamed(ip)
 	if err != nil {
 		return nil, err
 	}
-	tlsConfig, err := pki.ServerConfig()
+	return StartHTTPSWith(HTTPSOptions{Addr: net.JoinHostPort(ip, "0"), Root: root, Username: username, Password: password, PKI: pki})
+}
+
+// HTTPSOptions configure StartHTTPSWith.
+type HTTPSOptions struct {
+	// Addr is host:port to listen on; port 0 picks a free one.
+	Addr               string
+	Root               string
+	Username, Password string
+	PKI                *testpki.PKI
+}
+
+// StartHTTPSWith serves as StartHTTPS does on a given address and certificate, so that a server killed and
+// started again is found where it was and stays trusted by the clients given its CA.
+func StartHTTPSWith(o HTTPSOptions) (*HTTPS, error) {
+	execPath, err := gitExecPath()
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	root, username, password := o.Root, o.Username, o.Password
+	tlsConfig, err := o.PKI.ServerConfig()
 	if err != nil {
 		return nil, err
 	}
+	ln, err := net.Listen("tcp", o.Addr)
+	if err != nil {
+		return nil, err
+	}
+	pki := o.PKI
 	s := &HTTPS{URL: "https://" + ln.Addr().String(), CA: pki.CAPEM}
 	backend := &cgi.Handler{
 		Path: filepath.Join(execPath, "git-http-backend"),
