@@ -67,6 +67,7 @@ test: tools build vet lint
 	  hack/bench-compare.sh --lenient "$(BASE)" --quick --apiservers 3 --experiments fleet-shape-1x10x3 --rounds 1 --out "$(BENCH_COMPARE_QUICK_OUT)" \
 	) > "$(BENCH_QUICK_LOG)" 2>&1 & quick=$$!; \
 	FLOTILLA_BIN=$(CURDIR)/bin FLOTILLA_REQUIRE_DOCKER=1 $(GO) test -count=1 -parallel $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) ./...; tests=$$?; \
+	FLOTILLA_CHAOS=1 CHAOS_KILLS=20 CHAOS_MINUTES=15 FLOTILLA_BIN=$(CURDIR)/bin $(GO) test -count=1 -run '^TestChaosSoak$$' -timeout 30m ./tests/chaos || tests=1; \
 	wait $$quick; quickrc=$$?; \
 	echo "--- the quick benchmark and comparison, run beside the tests (exit $$quickrc):"; cat "$(BENCH_QUICK_LOG)"; \
 	test $$tests -eq 0 -a $$quickrc -eq 0
@@ -122,7 +123,7 @@ CHAOS_MINUTES ?= 240
 CHAOS_CLUSTERS ?= 3,2
 CHAOS_OUT ?= $(CURDIR)/bench/out/chaos.json
 chaos: tools build
-	CHAOS_KILLS=$(CHAOS_KILLS) CHAOS_MINUTES=$(CHAOS_MINUTES) CHAOS_CLUSTERS=$(CHAOS_CLUSTERS) CHAOS_OUT="$(CHAOS_OUT)" \
+	FLOTILLA_CHAOS=1 CHAOS_KILLS=$(CHAOS_KILLS) CHAOS_MINUTES=$(CHAOS_MINUTES) CHAOS_CLUSTERS=$(CHAOS_CLUSTERS) CHAOS_OUT="$(CHAOS_OUT)" \
 	  FLOTILLA_BIN=$(CURDIR)/bin $(GO) test -count=1 -v -run '^TestChaosSoak$$' -timeout $$(( $(CHAOS_MINUTES) + 30 ))m ./tests/chaos
 
 clean:
