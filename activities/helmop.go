@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/flotilla-gitops/flotilla/fleet"
+	"github.com/flotilla-gitops/flotilla/internal/cachedir"
 )
 
 // helmOpCheckout is a HelmOp's checkout: a folder holding only its fleet.yaml, content-addressed beside the
@@ -22,7 +23,7 @@ func (a *Activities) helmOpCheckout(fy *fleet.FleetYAML) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return "", fmt.Errorf("helmop: %w", err)
 	}
-	tmp, err := os.MkdirTemp(filepath.Dir(dir), ".tmp-")
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), cachedir.HelmOpTemp)
 	if err != nil {
 		return "", fmt.Errorf("helmop: %w", err)
 	}

@@ -14,8 +14,17 @@ import (
 	"syscall"
 )
 
-// TempPrefixes are the names cache writers give to what they have not renamed into place yet.
-var TempPrefixes = []string{".clone-", ".tmp-", ".put-", ".download-"}
+// The names cache writers give to what they have not renamed into place yet: each writer takes its prefix
+// from here, so that the sweep knows every one.
+const (
+	CloneTemp    = ".clone-"    // a git checkout (gitcache)
+	HelmOpTemp   = ".tmp-"      // a HelmOp's generated fleet.yaml (activities)
+	PutTemp      = ".put-"      // a stored package (content)
+	DownloadTemp = ".download-" // a chart archive (charts)
+)
+
+// TempPrefixes are all of them.
+var TempPrefixes = []string{CloneTemp, HelmOpTemp, PutTemp, DownloadTemp}
 
 // maxDepth is how deep the temporary entries are: <dir>/content/sha256/ab/.put-* at most.
 const maxDepth = 4

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/flotilla-gitops/flotilla/internal/cachedir"
 )
 
 // ErrNotFound is a digest the store does not hold, or held corrupt and removed.
@@ -38,7 +40,7 @@ func (s *Store) Put(data []byte) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("content store %s: %w", s.Dir, err)
 	}
-	tmp, err := os.CreateTemp(dir, ".put-*")
+	tmp, err := os.CreateTemp(dir, cachedir.PutTemp+"*")
 	if err != nil {
 		return "", fmt.Errorf("content store %s: %w", s.Dir, err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/go-git/go-git/v5/storage/memory"
 	"github.com/skeema/knownhosts"
 
+	"github.com/flotilla-gitops/flotilla/internal/cachedir"
 	"github.com/flotilla-gitops/flotilla/internal/credentials"
 )
 
@@ -168,7 +169,7 @@ func (c *Cache) checkout(ctx context.Context, r Remote, commit string) (string, 
 	if err := os.MkdirAll(repoDir, 0o755); err != nil {
 		return "", err
 	}
-	tmp, err := os.MkdirTemp(repoDir, ".clone-")
+	tmp, err := os.MkdirTemp(repoDir, cachedir.CloneTemp)
 	if err != nil {
 		return "", err
 	}

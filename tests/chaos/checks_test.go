@@ -16,6 +16,7 @@ import (
 
 	"github.com/flotilla-gitops/flotilla/agentclient"
 	"github.com/flotilla-gitops/flotilla/api"
+	"github.com/flotilla-gitops/flotilla/internal/cachedir"
 )
 
 // releases are the Helm releases every cluster gets, each from one bundle of the same name.
@@ -155,16 +156,13 @@ func (k *soak) stopFlotilla() {
 	}
 }
 
-// tempPrefixes are the names Flotilla's processes give to what they write before renaming it into place.
-var tempPrefixes = []string{".clone-", ".tmp-", ".put-", ".download-"}
-
 func (k *soak) checkNothingLeftInCaches() {
 	var left []string
 	err := filepath.WalkDir(k.s.Dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil // the clusters' own folders may change under the walk
 		}
-		for _, p := range tempPrefixes {
+		for _, p := range cachedir.TempPrefixes {
 			if strings.HasPrefix(d.Name(), p) {
 				left = append(left, path)
 				if d.IsDir() {
