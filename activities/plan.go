@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/flotilla-gitops/flotilla/fleet/plan"
 	"github.com/flotilla-gitops/flotilla/fleet/rollout"
 	"github.com/flotilla-gitops/flotilla/fleet/target"
+	"github.com/flotilla-gitops/flotilla/internal/charts"
 	"github.com/flotilla-gitops/flotilla/internal/gitcache"
 )
 
@@ -59,7 +61,8 @@ func (a *Activities) Plan(ctx context.Context, in api.PlanInput) (api.Plan, erro
 	if err := planRollout(&p, bundles, infos); err != nil {
 		return api.Plan{}, temporal.NewNonRetryableApplicationError(err.Error(), api.ErrTypeBundle, nil)
 	}
-	a.lockCharts(ctx, dir, bundles, p.Bundles, p.Clusters, infos, in)
+	// The plan before this one may have run on another worker, whose memos were newer than this one's.
+	a.lockCharts(charts.FreshSince(ctx, time.Now()), dir, bundles, p.Bundles, p.Clusters, infos, in)
 	if err := ctx.Err(); err != nil {
 		// Locks made while the activity was being cancelled blame the chart sources for it.
 		return api.Plan{}, err

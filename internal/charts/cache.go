@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"helm.sh/helm/v3/pkg/chart/loader"
+
+	"github.com/flotilla-gitops/flotilla/internal/cachedir"
 )
 
 // Archives are kept on disk by digest, <Dir>/sha256/<hex>.tgz, so they outlive the process; their
@@ -100,7 +102,7 @@ func (f *Fetcher) store(digest string, data []byte) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("chart cache: %w", err)
 	}
-	tmp, err := os.CreateTemp(dir, ".download-*")
+	tmp, err := os.CreateTemp(dir, cachedir.DownloadTemp+"*")
 	if err != nil {
 		return fmt.Errorf("chart cache: %w", err)
 	}

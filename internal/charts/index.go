@@ -38,10 +38,10 @@ const (
 func (f *Fetcher) index(ctx context.Context, repoURL string, a *Auth) (*repo.IndexFile, error) {
 	key := "index\x00" + repoURL + "\x00" + a.fingerprint()
 	memo, _ := f.indexes.get(key)
-	if memo != nil && f.now().Sub(memo.checked) < f.indexTTL() {
+	if memo != nil && f.fresh(ctx, memo.checked) {
 		return memo.index, nil
 	}
-	v, err := f.flight(ctx, key, func(ctx context.Context) (any, error) {
+	v, err := f.flight(ctx, flightKey(ctx, key), func(ctx context.Context) (any, error) {
 		var cond *validators
 		if memo != nil {
 			cond = &memo.validators

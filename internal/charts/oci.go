@@ -123,10 +123,10 @@ func (f *Fetcher) ociVersions(ctx context.Context, repo *remote.Repository, ref 
 	f.mu.Lock()
 	memo := f.tags[key]
 	f.mu.Unlock()
-	if memo != nil && f.now().Sub(memo.checked) < f.indexTTL() {
+	if memo != nil && f.fresh(ctx, memo.checked) {
 		return memo.versions, nil
 	}
-	v, err := f.flight(ctx, key, func(ctx context.Context) (any, error) {
+	v, err := f.flight(ctx, flightKey(ctx, key), func(ctx context.Context) (any, error) {
 		ctx, cancel := context.WithTimeout(ctx, f.timeout())
 		defer cancel()
 		var versions []string

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -129,6 +130,40 @@ func TestIndexIsReadOncePerTTLAndRevalidated(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "1.1.0", lock.Version)
 	assert.Equal(t, 3, srv.Gets("/index.yaml"))
+}
+
+// What the chaos soak found: a GitRepo's plans alternate between two workers, each with its own memo of
+// index.yaml. The second worker's memo, still within IndexTTL, predates a version the first worker already
+// resolved, and the constraint went back to the older version (one more Helm revision, then another to
+// come forward again). A plan reads the index as fresh as its own start.
+func TestAPlanNeverResolvesOlderThanThePlanBeforeIt(t *testing.T) {
+	srv, cr := startRepo(t, chartrepo.Options{}, "1.0.0")
+	one, clkOne := newFetcher(t)
+	two, clkTwo := newFetcher(t)
+	s := Source{Repo: srv.URL, Chart: "web", Version: ">=1.0.0"}
+	plan := func(f *Fetcher, clk *clock) string {
+		t.Helper()
+		lock, err := f.Resolve(FreshSince(context.Background(), clk.Now()), s, cr, ResolveOptions{})
+		require.NoError(t, err)
+		return lock.Version
+	}
+
+	require.Equal(t, "1.0.0", plan(two, clkTwo), "worker two's memo holds 1.0.0")
+	publish(t, srv, testchart.New("web", "1.1.0"))
+	clkOne.Advance(time.Second)
+	require.Equal(t, "1.1.0", plan(one, clkOne))
+	clkTwo.Advance(time.Second) // within IndexTTL of worker two's memo
+	require.Equal(t, "1.1.0", plan(two, clkTwo), "the next plan, on worker two, does not go back to 1.0.0")
+
+	// Within one plan the bundles still share one read.
+	gets := srv.Gets("/index.yaml")
+	clkTwo.Advance(time.Second)
+	ctx := FreshSince(context.Background(), clkTwo.Now())
+	for range 3 {
+		_, err := two.Resolve(ctx, s, cr, ResolveOptions{})
+		require.NoError(t, err)
+	}
+	require.Equal(t, gets+1, srv.Gets("/index.yaml"))
 }
 
 func TestConcurrentLoadsDownloadOnce(t *testing.T) {
