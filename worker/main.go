@@ -96,7 +96,7 @@ func run() error {
 	}
 	defer c.Close()
 
-	claim, err := claimCache(cfg.cacheDir, log)
+	claim, err := cachedir.TakeLogged(cfg.cacheDir, log)
 	if err != nil {
 		return err
 	}
@@ -284,17 +284,4 @@ func servePprof(addr string) (*http.Server, error) {
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(l) }()
 	return srv, nil
-}
-
-// claimCache takes the cache folder for the worker's life, removing what a worker killed while writing into
-// it left behind.
-func claimCache(dir string, log *zap.Logger) (*cachedir.Claim, error) {
-	claim, removed, err := cachedir.Take(dir)
-	if err != nil {
-		return nil, err
-	}
-	if len(removed) > 0 {
-		log.Info("removed what a stopped process left half-written in the cache", zap.String("dir", dir), zap.Strings("entries", removed))
-	}
-	return claim, nil
 }

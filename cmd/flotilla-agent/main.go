@@ -55,14 +55,11 @@ func run() error {
 	}
 	defer log.Sync() //nolint:errcheck
 
-	claim, removed, err := cachedir.Take(cfg.cacheDir)
+	claim, err := cachedir.TakeLogged(cfg.cacheDir, log)
 	if err != nil {
 		return err
 	}
 	defer claim.Release() //nolint:errcheck
-	if len(removed) > 0 {
-		log.Info("removed what a stopped process left half-written in the cache", zap.String("dir", cfg.cacheDir), zap.Strings("entries", removed))
-	}
 	kubeconfig := cfg.kubeconfig
 	if kubeconfig == "" {
 		if kubeconfig, err = inClusterKubeconfig(cfg.cacheDir); err != nil {

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"go.uber.org/zap"
 )
 
 // The names cache writers give to what they have not renamed into place yet: each writer takes its prefix
@@ -68,6 +70,18 @@ func Take(dir string) (*Claim, []string, error) {
 		return nil, nil, fmt.Errorf("cache folder %s: lock: %w", dir, err)
 	}
 	return &Claim{f: f}, removed, nil
+}
+
+// TakeLogged is Take for a worker or an agent at start: what it removed is logged.
+func TakeLogged(dir string, log *zap.Logger) (*Claim, error) {
+	c, removed, err := Take(dir)
+	if err != nil {
+		return nil, err
+	}
+	if len(removed) > 0 {
+		log.Info("removed what a stopped process left half-written in the cache", zap.String("dir", dir), zap.Strings("entries", removed))
+	}
+	return c, nil
 }
 
 // Release lets the folder go (the process's exit does too).
