@@ -217,10 +217,11 @@ func TestNewCommitDeploysAtNextPollAndUnchangedCommitChangesNothing(t *testing.T
 	first := s.WaitStatus("polling", 2*time.Minute, "Ready", harness.AllReady)
 	id := api.GitRepoWorkflowID("polling")
 
-	// Several polls of the same commit.
+	// Several polls of the same commit. A poll is bounded by its activity's one-minute timeout and then
+	// retried, so waiting for one a minute long fails on any attempt a loaded machine stalls.
 	polled := first.LastPolled
 	for i := 0; i < 4; i++ {
-		st := s.WaitStatus("polling", time.Minute, "another poll", func(st api.GitRepoStatus) bool { return st.LastPolled.After(polled) })
+		st := s.WaitStatus("polling", 3*time.Minute, "another poll", func(st api.GitRepoStatus) bool { return st.LastPolled.After(polled) })
 		polled = st.LastPolled
 	}
 	require.Equal(t, 1, s.ActivityCount(id, "Plan"), "an unchanged commit is never planned (cloned) again")
@@ -228,7 +229,7 @@ func TestNewCommitDeploysAtNextPollAndUnchangedCommitChangesNothing(t *testing.T
 	require.Len(t, s.History("a", "app", "polling-app"), 1, "no new Helm revision for an unchanged commit")
 
 	head := repo.Commit(map[string]string{"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  version: two\n"}, "two")
-	s.WaitStatus("polling", time.Minute, "the new commit Ready", func(st api.GitRepoStatus) bool {
+	s.WaitStatus("polling", 3*time.Minute, "the new commit Ready", func(st api.GitRepoStatus) bool {
 		return st.Commit == head && harness.AllReady(st)
 	})
 	require.Equal(t, "two", s.ConfigMapData("a", "app", "app")["version"])
