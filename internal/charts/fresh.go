@@ -10,8 +10,9 @@ type freshSinceKey struct{}
 // FreshSince makes the index.yaml and tag lists read under ctx at least as new as t: a memo checked
 // before t is revalidated (a conditional GET) even within IndexTTL, and reads under ctx share no request
 // sent before. A GitRepo's successive plans may run on different workers, each with its own memos; with
-// the plan's start as t, a version constraint never resolves to an older version than the plan before
-// it saw, which a memo another worker had not refreshed yet would give.
+// the moment a plan locks its charts as t (after its own start, so after the plan before it ended), a
+// version constraint never resolves to an older version than the plan before it saw, which a memo
+// another worker had not refreshed yet would give.
 func FreshSince(ctx context.Context, t time.Time) context.Context {
 	return context.WithValue(ctx, freshSinceKey{}, t)
 }
