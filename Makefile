@@ -110,9 +110,11 @@ bench-compare: tools build
 ## inputs and findings per target and writes JSON to $$FUZZ_OUT. A finding is a failing input written to the
 ## package's testdata/fuzz: fix its cause and commit it as a corpus entry. `make test` runs the seed corpora.
 FUZZTIME ?= 30s
+# FUZZMINIMIZETIME bounds the shrinking of each new interesting input, during which the engine runs nothing else.
+FUZZMINIMIZETIME ?= 5s
 FUZZ_OUT ?= $(CURDIR)/bench/out/fuzz.json
 fuzz:
-	$(GO) run ./hack/fuzzrun -fuzztime "$(FUZZTIME)" -out "$(FUZZ_OUT)"
+	$(GO) run ./hack/fuzzrun -fuzztime "$(FUZZTIME)" -minimizetime "$(FUZZMINIMIZETIME)" -out "$(FUZZ_OUT)"
 
 ## chaos: the soak: a fleet of API servers (CHAOS_CLUSTERS, "kubeconfig,agents"), two workers, Temporal, a git
 ## server and a chart repository, while commits and chart versions keep coming and one process at a time is

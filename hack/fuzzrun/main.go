@@ -45,25 +45,34 @@ type Target struct {
 
 // Report is the JSON fuzzrun writes.
 type Report struct {
-	FuzzTime   string   `json:"fuzzTime"`
-	Targets    []Target `json:"targets"`
-	TotalExecs int64    `json:"totalExecs"`
-	Findings   int      `json:"findings"`
-	Errors     int      `json:"errors"`
+	FuzzTime string `json:"fuzzTime"`
+	// MinimizeTime bounds how long the engine shrinks each new interesting input; it counts no executions
+	// meanwhile, so Go's default of 60 s left slow targets a handful of executions in a short run.
+	MinimizeTime string   `json:"minimizeTime"`
+	Targets      []Target `json:"targets"`
+	TotalExecs   int64    `json:"totalExecs"`
+	Findings     int      `json:"findings"`
+	Errors       int      `json:"errors"`
 }
 
 func main() {
 	fuzzTime := flag.String("fuzztime", "30s", "how long each target runs (go test -fuzztime: a duration, or Nx executions)")
+	minimizeTime := flag.String("minimizetime", "5s", "how long the engine may shrink one input (go test -fuzzminimizetime)")
 	out := flag.String("out", "", "write the report as JSON to this file")
 	match := flag.String("run", "", "only the targets whose name matches this regexp")
 	root := flag.String("root", ".", "the repository to search for fuzz targets")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	os.Exit(run(ctx, *root, *fuzzTime, *match, *out, os.Stdout))
+	os.Exit(run(ctx, runOptions{root: *root, fuzzTime: *fuzzTime, minimizeTime: *minimizeTime, match: *match, out: *out}, os.Stdout))
 }
 
-func run(ctx context.Context, root, fuzzTime, match, out string, w io.Writer) int {
+type runOptions struct {
+	root, fuzzTime, minimizeTime, match, out string
+}
+
+func run(ctx context.Context, o runOptions, w io.Writer) int {
+	root, fuzzTime, match, out := o.root, o.fuzzTime, o.match, o.out
 	targets, err := discover(root)
 	if err != nil {
 		fmt.Fprintln(w, "fuzzrun:", err)
@@ -81,10 +90,10 @@ func run(ctx context.Context, root, fuzzTime, match, out string, w io.Writer) in
 		fmt.Fprintln(w, "fuzzrun: no fuzz targets found")
 		return 1
 	}
-	rep := Report{FuzzTime: fuzzTime}
+	rep := Report{FuzzTime: fuzzTime, MinimizeTime: o.minimizeTime}
 	for i, t := range targets {
 		fmt.Fprintf(w, "[%d/%d] %s %s for %s\n", i+1, len(targets), t.Package, t.Name, fuzzTime)
-		t = fuzz(ctx, root, t, fuzzTime)
+		t = fuzz(ctx, root, t, fuzzTime, o.minimizeTime)
 		fmt.Fprintf(w, "    %s: %d execs, %d new interesting, %.0fs\n", t.Result, t.Execs, t.NewInteresting, t.Seconds)
 		if t.Result != "ok" {
 			fmt.Fprintln(w, indent(t.Output))
@@ -172,9 +181,13 @@ var progress = regexp.MustCompile(`fuzz: elapsed: \d+s, execs: (\d+) \(\d+/sec\)
 
 var failingInput = regexp.MustCompile(`Failing input written to (\S+)`)
 
-func fuzz(ctx context.Context, root string, t Target, fuzzTime string) Target {
+func fuzz(ctx context.Context, root string, t Target, fuzzTime, minimizeTime string) Target {
 	start := time.Now()
-	cmd := exec.CommandContext(ctx, goBinary(), "test", "-run", "^$", "-fuzz", "^"+t.Name+"$", "-fuzztime", fuzzTime, t.Package)
+	args := []string{"test", "-run", "^$", "-fuzz", "^" + t.Name + "$", "-fuzztime", fuzzTime}
+	if minimizeTime != "" {
+		args = append(args, "-fuzzminimizetime", minimizeTime)
+	}
+	cmd := exec.CommandContext(ctx, goBinary(), append(args, t.Package)...)
 	cmd.Dir = root
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// The engine's workers are children of the test binary: a cancelled run takes its whole group down.
