@@ -490,7 +490,8 @@ func (s *Stack) WaitStatusOf(key api.GitRepoKey, timeout time.Duration, what str
 		time.Sleep(250 * time.Millisecond)
 	}
 	b, _ := json.MarshalIndent(last, "", "  ")
-	s.t.Fatalf("gitrepo %s: %s not reached within %s (last error %v); last status:\n%s", key, what, timeout, lastErr, b)
+	s.t.Fatalf("gitrepo %s: %s not reached within %s (last error %v); last status:\n%s\n%s", key, what, timeout, lastErr, b,
+		s.workflowTrouble(key.WorkflowID()))
 	return last
 }
 
@@ -860,7 +861,7 @@ func (s *Stack) StartGitRepo(in api.GitRepoInput) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, err := s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: api.GitRepoWorkflowID(in.Metadata.Name), TaskQueue: api.DefaultTaskQueue,
+		ID: api.GitRepoWorkflowID(in.Metadata.Name), TaskQueue: api.DefaultTaskQueue, WorkflowTaskTimeout: api.GitRepoTaskTimeout,
 	}, api.GitRepoWorkflowType, in)
 	require.NoError(s.t, err)
 }
