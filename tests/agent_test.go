@@ -187,7 +187,7 @@ func waitPartlyApplied(t *testing.T, s *harness.Stack, bundles int, v string) bo
 			}
 		}
 		return at > 0
-	}, 2*time.Minute, 10*time.Millisecond, "the agent starts applying %s", v)
+	}, harness.Patience(2*time.Minute), 10*time.Millisecond, "the agent starts applying %s", v)
 	return at < bundles
 }
 
@@ -248,7 +248,7 @@ func TestTwoWorkersShareTheWorkAndEitherServesAnAgent(t *testing.T) {
 	// Killed as soon as the new commit starts landing anywhere: the rollout is in flight.
 	require.Eventually(t, func() bool {
 		return s.ConfigMapData("k", "ns-b00", "cm-0")["version"] == "v1" || s.ConfigMapData("e", "ns-b00", "cm-0")["version"] == "v1"
-	}, 2*time.Minute, 20*time.Millisecond, "the rollout of v1 starts")
+	}, harness.Patience(2*time.Minute), 20*time.Millisecond, "the rollout of v1 starts")
 	require.NoError(t, other.Kill())
 	// Whatever the killed worker held (an agent's package read, say) is retried once its heartbeat stops,
 	// in seconds: waiting out a two-minute start-to-close timeout instead would miss this bound.

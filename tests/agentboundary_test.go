@@ -87,7 +87,7 @@ func TestAnAgentReachesOnlyItsOwnClustersPackagesAndTasks(t *testing.T) {
 	require.Eventually(t, func() bool {
 		log, err := os.ReadFile(rogueLog)
 		return err == nil && strings.Contains(string(log), "refusing a task this agent cannot trust")
-	}, 2*time.Minute, 200*time.Millisecond, "the rogue agent is given e1's tasks, and refuses them")
+	}, harness.Patience(2*time.Minute), 200*time.Millisecond, "the rogue agent is given e1's tasks, and refuses them")
 	require.Equal(t, "e2.example", s.ConfigMapData("e2", "web", "web")["fqdn"], "nothing of e1's reached the rogue's cluster")
 	require.NoError(t, rogue.Stop(10*time.Second))
 	require.NotContains(t, proc.Tail(rogueLog, 200), "e1.private.example")

@@ -38,7 +38,7 @@ func TestTheAgentsDeploymentRollsOnlyWhenItsConfigurationChanges(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return s.CountWorkflows("WorkflowType = '"+api.AgentWorkflowType+"' AND "+api.SearchAttrCluster+" = 'e' AND "+
 			api.SearchAttrNamespace+" = 'fleet-default' AND ExecutionStatus = 'Running'") == 1
-	}, 30*time.Second, 200*time.Millisecond, "the Web UI finds the workflow by its cluster")
+	}, harness.Patience(30*time.Second), 200*time.Millisecond, "the Web UI finds the workflow by its cluster")
 
 	deployments := s.Kube("e").AppsV1().Deployments("flotilla-system")
 	dep, err := deployments.Get(ctx, "flotilla-agent", metav1.GetOptions{})
@@ -93,5 +93,5 @@ func TestTheAgentsDeploymentRollsOnlyWhenItsConfigurationChanges(t *testing.T) {
 	require.Eventually(t, func() bool {
 		d, err := s.Client.DescribeWorkflowExecution(ctx, id, "")
 		return err == nil && d.WorkflowExecutionInfo.Status == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
-	}, 30*time.Second, 200*time.Millisecond, "the AgentWorkflow ended with its cluster")
+	}, harness.Patience(30*time.Second), 200*time.Millisecond, "the AgentWorkflow ended with its cluster")
 }

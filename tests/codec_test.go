@@ -83,7 +83,7 @@ func TestEncryptedPayloadsKeepValuesOutOfHistoriesAndTheCodecServerDecodesThem(t
 		}
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
-	}, 30*time.Second, 100*time.Millisecond, "codec server answering; log: %s", proc.Tail(logFile, 20))
+	}, harness.Patience(30*time.Second), 100*time.Millisecond, "codec server answering; log: %s", proc.Tail(logFile, 20))
 	banner, err := os.ReadFile(logFile)
 	require.NoError(t, err)
 	require.Contains(t, string(banner), "temporal workflow show --workflow-id ID --codec-endpoint "+endpoint)

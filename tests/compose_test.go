@@ -98,7 +98,7 @@ func TestTheComposedStackRollsOutThroughAWorkerKillAndARestartedDatabase(t *test
 		b, _ := io.ReadAll(resp.Body)
 		body = string(b)
 		return resp.StatusCode == http.StatusOK
-	}, 3*time.Minute, 250*time.Millisecond, "the Web UI answers")
+	}, harness.Patience(3*time.Minute), 250*time.Millisecond, "the Web UI answers")
 	require.Contains(t, body, `"name": "default"`, "the Web UI reaches Temporal, whose namespace the stack created")
 
 	// Clusters are registered as the compose file says: by the path their kubeconfig is mounted at, or in
@@ -170,7 +170,7 @@ func TestTheComposedStackRollsOutThroughAWorkerKillAndARestartedDatabase(t *test
 			v, err := c.QueryWorkflow(qctx, api.ClusterWorkflowID("composed", name), "", api.QueryStatus)
 			var cs api.ClusterStatus
 			return err == nil && v.Get(&cs) == nil && cs.LastChecked.After(restarted) && cs.State == api.StateReady
-		}, 3*time.Minute, 250*time.Millisecond, "cluster %s checked again after the restart", name)
+		}, harness.Patience(3*time.Minute), 250*time.Millisecond, "cluster %s checked again after the restart", name)
 	}
 	require.Equal(t, deployed, revisions(), "the restart redeployed nothing")
 

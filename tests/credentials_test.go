@@ -95,7 +95,7 @@ func TestPrivateRepositoriesDeployWithTheWorkersCredentialsThatNeverLeaveIt(t *t
 		defer cancel()
 		cm, err := kube.CoreV1().ConfigMaps("https").Get(ctx, "app", metav1.GetOptions{})
 		return err == nil && cm.Data["v"] == "two"
-	}, 2*time.Minute, 250*time.Millisecond, "the new commit is deployed")
+	}, harness.Patience(2*time.Minute), 250*time.Millisecond, "the new commit is deployed")
 	s.WaitStatus("over-https", time.Minute, "Ready at the new commit", harness.AllReady)
 	deployed := s.Releases("a", "over-https")
 

@@ -185,7 +185,7 @@ func TestMissingTemplateValueFailsOnlyThatCluster(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return s.CountWorkflows("FlotillaGitRepo = 'edges' AND FlotillaHasError = true AND WorkflowType = 'GitRepoWorkflow'") == 1 &&
 			s.CountWorkflows("FlotillaCluster = 'edge-2' AND FlotillaState = 'ErrApplied'") == 1
-	}, 2*time.Minute, 250*time.Millisecond)
+	}, harness.Patience(2*time.Minute), 250*time.Millisecond)
 
 	// The value arrives; the next sync deploys it, with no restart.
 	s.AddCluster("edge-2", "b", map[string]string{"region": "edge"}, fqdnValues("edge-2.example.com"))

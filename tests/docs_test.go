@@ -16,7 +16,7 @@ import (
 // docker-compose, kubectl, git, make. Each is listed here on purpose; anything else the guide names must be
 // a flag of one of Flotilla's binaries.
 var flagsOtherToolsTake = map[string]bool{
-	"--type": true, "--workflow-id": true, "--input": true, // temporal workflow start
+	"--type": true, "--workflow-id": true, "--input": true, "--task-timeout": true, // temporal workflow start
 	"--rm":               true, // docker-compose run
 	"--pass-credentials": true, // Helm's, which helmPassCredentials mirrors
 	"--for":              true, // kubectl wait

@@ -42,7 +42,7 @@ func TestAFleetUsersBundleOptionsTakeEffect(t *testing.T) {
 		defer rcancel()
 		_, err := s.Kube("one").CoreV1().ConfigMaps("app").Get(rctx, "app", metav1.GetOptions{})
 		return err == nil
-	}, 3*time.Minute, 250*time.Millisecond, "the bundle's correctDrift restores the ConfigMap at its next check")
+	}, harness.Patience(3*time.Minute), 250*time.Millisecond, "the bundle's correctDrift restores the ConfigMap at its next check")
 
 	before := map[string]int{}
 	for _, c := range []string{"one", "two"} {

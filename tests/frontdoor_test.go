@@ -171,7 +171,7 @@ spec:
 		st, generation, ok := objectStatus(s, "gitrepo", "team-a", "web")
 		ready, _ := st.condition("Ready")
 		return ok && st.ObservedGeneration == generation && ready == "True"
-	}, 3*time.Minute, 200*time.Millisecond, "the new generation observed and Ready")
+	}, harness.Patience(3*time.Minute), 200*time.Millisecond, "the new generation observed and Ready")
 	s.WaitStatusOf(key, time.Minute, "redeployed", func(st api.GitRepoStatus) bool {
 		return harness.AllReady(st) && len(st.Clusters) == 1 && st.Clusters[0].SyncGeneration == 1
 	})
@@ -225,7 +225,7 @@ allowedRepoPatterns:
 		st, _, ok = objectStatus(s, "gitrepo", "team-b", "app")
 		accepted, _ := st.condition("Accepted")
 		return ok && accepted == "False"
-	}, 2*time.Minute, 200*time.Millisecond, "the restriction's refusal in the status")
+	}, harness.Patience(2*time.Minute), 200*time.Millisecond, "the restriction's refusal in the status")
 	_, message := st.condition("Accepted")
 	require.Equal(t, `disallowed repo https://git.example.com/team-a/app.git: not in allowed set [^https://git\.example\.com/team-b/] `+
 		`(GitRepoRestriction "team-b-repos")`, message)
@@ -242,7 +242,7 @@ allowedRepoPatterns:
 		st, _, ok := objectStatus(s, "gitrepo", "team-b", "app")
 		accepted, _ := st.condition("Accepted")
 		return ok && accepted == "True"
-	}, 2*time.Minute, 200*time.Millisecond, "admitted once the restriction is gone")
+	}, harness.Patience(2*time.Minute), 200*time.Millisecond, "admitted once the restriction is gone")
 	_, err = s.StatusOf(api.KeyOf("team-b", "app"))
 	require.NoError(t, err)
 }

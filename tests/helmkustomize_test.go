@@ -47,6 +47,6 @@ func TestAChartsOutputGoesThroughKustomizeDirOnTheCluster(t *testing.T) {
 		defer cancel()
 		cm, err := kube.CoreV1().ConfigMaps("hk").Get(ctx, "app-dev", metav1.GetOptions{})
 		return err == nil && cm.Data["v"] == "patched-again"
-	}, 2*time.Minute, 250*time.Millisecond, "the changed patch is deployed")
+	}, harness.Patience(2*time.Minute), 250*time.Millisecond, "the changed patch is deployed")
 	require.Len(t, s.History("a", "hk", "hk-app"), 2)
 }

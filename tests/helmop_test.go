@@ -85,7 +85,7 @@ func TestHelmOpDeploysAChartWithoutGit(t *testing.T) {
 	require.Len(t, s.History("k", "one", "hello"), 2)
 	require.Eventually(t, func() bool {
 		return s.ConfigMapData("k", "one", "hello2-web")["version"] == "1.1.0"
-	}, 2*time.Minute, 250*time.Millisecond, "the HelmOp started by hand moves too")
+	}, harness.Patience(2*time.Minute), 250*time.Millisecond, "the HelmOp started by hand moves too")
 
 	helmops := s.CLIRun("get", "helmops")
 	require.Regexp(t, `hello\s+ErrApplied\s+\d/3\s+1\.1\.0`, helmops)

@@ -84,7 +84,7 @@ func TestARemovedClusterIsUninstalledBeforeItIsForgotten(t *testing.T) {
 	require.Eventually(t, func() bool {
 		list := s.CLI("cluster", "list")
 		return list.ExitCode == 0 && listed.MatchString(list.Stdout) && !regexp.MustCompile(`(?m)^two\s`).MatchString(list.Stdout)
-	}, 3*time.Minute, 500*time.Millisecond, "the inventory forgets two by itself")
+	}, harness.Patience(3*time.Minute), 500*time.Millisecond, "the inventory forgets two by itself")
 	require.Contains(t, s.Releases("two", "shop"), "shop-web", "the release stays")
 	require.Len(t, s.History("two", "web", "shop-web"), 1)
 	require.Equal(t, "1", s.ConfigMapData("two", "web", "app")["v"], "its objects stay")
@@ -190,9 +190,9 @@ func TestDeleteNamespaceDeletesWhatTheGitRepoOrBundleOwned(t *testing.T) {
 	s.CLIRun("delete", "gone")
 	s.CLIRun("delete", "stays")
 	for _, c := range []string{"a", "b"} {
-		require.Eventually(t, s.NoReleases(c, "gone"), 2*time.Minute, 200*time.Millisecond, "gone uninstalled from %s", c)
-		require.Eventually(t, namespaceGone(s.Kube(c), "shop-ns"), 2*time.Minute, 200*time.Millisecond, "shop-ns deleted on %s", c)
-		require.Eventually(t, s.NoReleases(c, "stays"), 2*time.Minute, 200*time.Millisecond, "stays uninstalled from %s", c)
+		require.Eventually(t, s.NoReleases(c, "gone"), harness.Patience(2*time.Minute), 200*time.Millisecond, "gone uninstalled from %s", c)
+		require.Eventually(t, namespaceGone(s.Kube(c), "shop-ns"), harness.Patience(2*time.Minute), 200*time.Millisecond, "shop-ns deleted on %s", c)
+		require.Eventually(t, s.NoReleases(c, "stays"), harness.Patience(2*time.Minute), 200*time.Millisecond, "stays uninstalled from %s", c)
 	}
 	for _, c := range []string{"a", "b"} {
 		ns, err := s.Kube(c).CoreV1().Namespaces().Get(context.Background(), "default", metav1.GetOptions{})
@@ -203,9 +203,9 @@ func TestDeleteNamespaceDeletesWhatTheGitRepoOrBundleOwned(t *testing.T) {
 	// Two bundles with deleteNamespace leave the repository: own-ns goes with its release; shared-ns still
 	// holds the neighbour's release, so it stays, and so does the neighbour's ConfigMap.
 	bundles.Commit(map[string]string{"own/fleet.yaml": "", "own/cm.yaml": "", "shared/fleet.yaml": "", "shared/cm.yaml": ""}, "two bundles go")
-	require.Eventually(t, releaseGone(s, "a", "bundles", "bundles-shared"), 2*time.Minute, 200*time.Millisecond, "shared uninstalled")
-	require.Eventually(t, releaseGone(s, "a", "bundles", "bundles-own"), 2*time.Minute, 200*time.Millisecond, "own uninstalled")
-	require.Eventually(t, namespaceGone(s.Kube("a"), "own-ns"), 2*time.Minute, 200*time.Millisecond, "own-ns deleted")
+	require.Eventually(t, releaseGone(s, "a", "bundles", "bundles-shared"), harness.Patience(2*time.Minute), 200*time.Millisecond, "shared uninstalled")
+	require.Eventually(t, releaseGone(s, "a", "bundles", "bundles-own"), harness.Patience(2*time.Minute), 200*time.Millisecond, "own uninstalled")
+	require.Eventually(t, namespaceGone(s.Kube("a"), "own-ns"), harness.Patience(2*time.Minute), 200*time.Millisecond, "own-ns deleted")
 	ns, err := s.Kube("a").CoreV1().Namespaces().Get(context.Background(), "shared-ns", metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Nil(t, ns.DeletionTimestamp, "shared-ns still holds the neighbour's release")

@@ -140,10 +140,10 @@ spec:
 	require.NotEqual(t, 0, res.ExitCode, "--kubeconfig is required")
 
 	s.CLIRun("delete", "ops")
-	require.Eventually(t, s.NoReleases("one", "ops"), time.Minute, 200*time.Millisecond, "uninstalled")
+	require.Eventually(t, s.NoReleases("one", "ops"), harness.Patience(time.Minute), 200*time.Millisecond, "uninstalled")
 	require.Eventually(t, func() bool {
 		return s.CountWorkflows(`WorkflowId = "gitrepo/ops" AND ExecutionStatus = "Running"`) == 0
-	}, time.Minute, 500*time.Millisecond, "the GitRepo workflow ends")
+	}, harness.Patience(time.Minute), 500*time.Millisecond, "the GitRepo workflow ends")
 }
 
 // What a person sees in the Web UI: the GitRepo in the workflow list with its state, ready count, repo
@@ -167,7 +167,7 @@ func TestWebUIListsGitReposAndTheirClusters(t *testing.T) {
 			return false
 		}
 		return len(rows) == 1 && rows[0]["FlotillaReady"] == "1/1"
-	}, 2*time.Minute, 250*time.Millisecond)
+	}, harness.Patience(2*time.Minute), 250*time.Millisecond)
 	require.Equal(t, "shop", rows[0]["FlotillaGitRepo"])
 	require.Equal(t, repo.URL(), rows[0]["FlotillaRepo"])
 	require.Equal(t, st.Commit, rows[0]["FlotillaCommit"])

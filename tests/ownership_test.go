@@ -57,7 +57,7 @@ func TestOneGitRepoNeverTakesOverAnothersRelease(t *testing.T) {
 	s.CLIRun("delete", "a-b")
 	require.Eventually(t, func() bool {
 		return s.CountWorkflows(`WorkflowId = "gitrepo/a-b" AND ExecutionStatus = "Running"`) == 0
-	}, 2*time.Minute, 500*time.Millisecond, "the second GitRepo ends")
+	}, harness.Patience(2*time.Minute), 500*time.Millisecond, "the second GitRepo ends")
 	require.Contains(t, s.Releases("k", "a"), "a-b-c")
 	require.True(t, harness.AllReady(mustStatus(t, s, "a")))
 

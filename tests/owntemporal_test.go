@@ -26,7 +26,7 @@ func TestTheWorkerSetsUpABareTemporalAndDeploys(t *testing.T) {
 	require.Equal(t, "1", s.ConfigMapData("a", "default", "app")["v"])
 	require.Eventually(t, func() bool {
 		return s.CountWorkflows(`WorkflowType = "GitRepoWorkflow" AND FlotillaGitRepo = "own" AND FlotillaState = "Ready"`) == 1
-	}, 2*time.Minute, 250*time.Millisecond, "the Web UI finds it by its search attributes")
+	}, harness.Patience(2*time.Minute), 250*time.Millisecond, "the Web UI finds it by its search attributes")
 }
 
 // An attribute that exists with another type cannot be used or created: the worker exits at once,

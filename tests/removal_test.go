@@ -58,8 +58,8 @@ func TestWhatLeavesAClusterIsUninstalledAndOnlyThat(t *testing.T) {
 	// The api bundle is deleted from the repository: its release goes, web's is not touched. So does
 	// kept's, whose own fleet.yaml says keepResources: its objects stay.
 	repo.Commit(map[string]string{"api/fleet.yaml": "", "api/cm.yaml": "", "kept/fleet.yaml": "", "kept/cm.yaml": ""}, "remove api and kept")
-	require.Eventually(t, releaseGone(s, "one", "shop", "shop-api"), 2*time.Minute, 200*time.Millisecond, "api uninstalled")
-	require.Eventually(t, releaseGone(s, "one", "shop", "shop-kept"), 2*time.Minute, 200*time.Millisecond, "kept uninstalled")
+	require.Eventually(t, releaseGone(s, "one", "shop", "shop-api"), harness.Patience(2*time.Minute), 200*time.Millisecond, "api uninstalled")
+	require.Eventually(t, releaseGone(s, "one", "shop", "shop-kept"), harness.Patience(2*time.Minute), 200*time.Millisecond, "kept uninstalled")
 	require.Equal(t, "kept", s.ConfigMapData("one", "kept", "app")["v"], "fleet.yaml keepResources keeps the objects")
 	_, err := s.Kube("one").CoreV1().ConfigMaps("api").Get(context.Background(), "app", metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "api's objects are gone: %v", err)
@@ -79,7 +79,7 @@ func TestWhatLeavesAClusterIsUninstalledAndOnlyThat(t *testing.T) {
 		"edge/fleet.yaml": edge,
 		"web/fleet.yaml":  "defaultNamespace: web\ntargetCustomizations:\n- name: not-one\n  clusterName: one\n  doNotDeploy: true\n",
 	}, "web not on one")
-	require.Eventually(t, releaseGone(s, "one", "shop", "shop-web"), 2*time.Minute, 200*time.Millisecond, "web uninstalled from one")
+	require.Eventually(t, releaseGone(s, "one", "shop", "shop-web"), harness.Patience(2*time.Minute), 200*time.Millisecond, "web uninstalled from one")
 
 	// A commit that leaves only the README: held, nothing uninstalled, until approved.
 	empty := repo.Commit(map[string]string{"edge/fleet.yaml": "", "edge/cm.yaml": "", "web/fleet.yaml": "", "web/cm.yaml": ""}, "oops")
@@ -93,7 +93,7 @@ func TestWhatLeavesAClusterIsUninstalledAndOnlyThat(t *testing.T) {
 	require.Equal(t, 3, res.ExitCode, "a held plan is not ready: %s", res.Stderr)
 
 	s.CLIRun("sync", "shop", "--allow-removal", "--commit", empty[:8])
-	require.Eventually(t, s.NoReleases("two", "shop"), 2*time.Minute, 200*time.Millisecond, "approved: edge uninstalled")
+	require.Eventually(t, s.NoReleases("two", "shop"), harness.Patience(2*time.Minute), 200*time.Millisecond, "approved: edge uninstalled")
 	s.WaitStatus("shop", 2*time.Minute, "the approved commit", func(st api.GitRepoStatus) bool {
 		return st.Commit == empty && st.Held == ""
 	})

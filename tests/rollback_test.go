@@ -54,7 +54,7 @@ func TestARollbackPinsClustersToAnEarlierCommitUntilCleared(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, s.Kube("a").CoreV1().ConfigMaps("rb-1").Delete(ctx, "app", metav1.DeleteOptions{}))
-	require.Eventually(t, func() bool { return s.ConfigMapData("a", "rb-1", "app")["v"] == "1" }, 2*time.Minute, 250*time.Millisecond,
+	require.Eventually(t, func() bool { return s.ConfigMapData("a", "rb-1", "app")["v"] == "1" }, harness.Patience(2*time.Minute), 250*time.Millisecond,
 		"the deleted ConfigMap comes back as the pinned commit has it")
 
 	// By the Helm revision of rb-2's first deployment.

@@ -135,7 +135,7 @@ func TestCorrectDriftTurnedOnWithoutACommitRestoresAtTheNextCheck(t *testing.T) 
 	require.Eventually(t, func() bool {
 		now, err := s.ClusterStatus("seed", "a")
 		return err == nil && now.Generation > before.Generation
-	}, time.Minute, 100*time.Millisecond, "the cluster workflow takes the new desired state")
+	}, harness.Patience(time.Minute), 100*time.Millisecond, "the cluster workflow takes the new desired state")
 	// One check ends once the next begins: the check that took the new desired state is over.
 	s.WaitChecks("seed", "a", 1)
 	require.Equal(t, "5", s.ConfigMapData("a", "seed", "cm-5")["n"], "the check of the new desired state restores the deleted object")
@@ -180,7 +180,7 @@ func TestGeneratedStateComesBackAndRestartsAddNoRevisions(t *testing.T) {
 	require.Eventually(t, func() bool {
 		h, err := helm.History(ctx, "seed", "seed")
 		return err == nil && len(h) == 1 && h[0].Status == "deployed"
-	}, time.Minute, 200*time.Millisecond, "the release record comes back")
+	}, harness.Patience(time.Minute), 200*time.Millisecond, "the release record comes back")
 	s.WaitStatus("seed", time.Minute, "11/11 ready", ready11)
 
 	// The cluster's workflow terminated by hand (as from the Web UI): it comes back, without re-applying.
@@ -189,7 +189,7 @@ func TestGeneratedStateComesBackAndRestartsAddNoRevisions(t *testing.T) {
 	require.Eventually(t, func() bool {
 		d, err := s.Client.DescribeWorkflowExecution(ctx, id, "")
 		return err == nil && d.WorkflowExecutionInfo.GetStatus().String() == "Running"
-	}, time.Minute, 200*time.Millisecond, "the cluster workflow runs again")
+	}, harness.Patience(time.Minute), 200*time.Millisecond, "the cluster workflow runs again")
 	s.WaitChecks("seed", "a", 2)
 	s.WaitStatus("seed", time.Minute, "11/11 ready", ready11)
 	require.Len(t, s.History("a", "seed", "seed"), 1)
@@ -213,16 +213,16 @@ func TestLeavingTheTargetsUninstallsAndKeepResourcesKeeps(t *testing.T) {
 	s.WaitStatus("leave", time.Minute, "only a targeted", func(st api.GitRepoStatus) bool {
 		return st.DesiredReadyClusters == 1 && harness.AllReady(st)
 	})
-	require.Eventually(t, s.NoReleases("b", "leave"), time.Minute, 200*time.Millisecond)
+	require.Eventually(t, s.NoReleases("b", "leave"), harness.Patience(time.Minute), 200*time.Millisecond)
 	require.Nil(t, s.ConfigMapData("b", "default", "app"), "the objects are uninstalled from b")
 	require.Len(t, s.Releases("a", "leave"), 1)
 
 	// Deleting a GitRepo with keepResources forgets the release and keeps its objects.
 	s.CLIRun("delete", "kept")
-	require.Eventually(t, s.NoReleases("a", "kept"), time.Minute, 200*time.Millisecond)
+	require.Eventually(t, s.NoReleases("a", "kept"), harness.Patience(time.Minute), 200*time.Millisecond)
 	require.Equal(t, "1", s.ConfigMapData("a", "kept", "app")["v"], "keepResources keeps the objects")
 	require.Eventually(t, func() bool {
 		d, err := s.Client.DescribeWorkflowExecution(context.Background(), api.GitRepoWorkflowID("kept"), "")
 		return err == nil && d.WorkflowExecutionInfo.GetStatus().String() == "Completed"
-	}, time.Minute, 200*time.Millisecond, "the GitRepo workflow ends once removed everywhere")
+	}, harness.Patience(time.Minute), 200*time.Millisecond, "the GitRepo workflow ends once removed everywhere")
 }

@@ -38,7 +38,7 @@ func TestTargetsLeftOutDeployToTheDefaultGroupAndNowhereIsNotReady(t *testing.T)
 	require.Contains(t, s.CLIRun("status", "astray"), "no registered cluster matches the targets")
 	require.Eventually(t, func() bool { // visibility trails the workflow by a moment
 		return s.CountWorkflows(`WorkflowId = "gitrepo/astray" AND FlotillaState = "NotReady"`) == 1
-	}, 2*time.Minute, 250*time.Millisecond, "the Web UI's list shows it NotReady")
+	}, harness.Patience(2*time.Minute), 250*time.Millisecond, "the Web UI's list shows it NotReady")
 
 	// The cluster appears with the label: the same GitRepo deploys and becomes Ready.
 	s.AddCluster("a", "a", map[string]string{"env": "prod"}, nil)

@@ -132,7 +132,7 @@ func TestValuesFromAreReadOnEachClusterAndNeverLeaveIt(t *testing.T) {
 		defer cancel()
 		cm, err := kube.CoreV1().ConfigMaps("one").Get(ctx, "web", metav1.GetOptions{})
 		return err == nil && cm.Data["password"] == oneSecret2
-	}, 2*time.Minute, 250*time.Millisecond, "the changed Secret is deployed")
+	}, harness.Patience(2*time.Minute), 250*time.Millisecond, "the changed Secret is deployed")
 	require.Len(t, s.History("a", "one", "web"), 2)
 	require.Len(t, s.History("a", "three", "web"), 1, "the other clusters are left alone")
 

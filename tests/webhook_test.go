@@ -169,7 +169,7 @@ func postHook(t *testing.T, url string, h http.Header, body []byte) (int, webhoo
 		req.Header = h.Clone()
 		resp, err = client.Do(req)
 		return err == nil
-	}, time.Minute, 100*time.Millisecond, "webhook listening at %s", url)
+	}, harness.Patience(time.Minute), 100*time.Millisecond, "webhook listening at %s", url)
 	defer resp.Body.Close()
 	var res webhook.Response
 	_ = json.NewDecoder(resp.Body).Decode(&res)

@@ -90,7 +90,7 @@ func TestWorkspacesKeepSameNamedGitReposApart(t *testing.T) {
 	require.Eventually(t, func() bool {
 		d, err := s.Client.DescribeWorkflowExecution(context.Background(), api.GitRepoWorkflowID("web"), "")
 		return err == nil && d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
-	}, 2*time.Minute, 250*time.Millisecond, "fleet-default's web ends")
+	}, harness.Patience(2*time.Minute), 250*time.Millisecond, "fleet-default's web ends")
 	require.Len(t, s.ReleasesOf("kube-a", teamA), 1, "team-a's release outlives fleet-default's web")
 	require.Equal(t, "1", s.ConfigMapData("kube-a", "team-a-app", "app")["v"])
 	for _, k := range []api.GitRepoKey{teamA, teamB} {
@@ -115,7 +115,7 @@ func TestWorkspacesKeepSameNamedGitReposApart(t *testing.T) {
 			assert.Greater(c, n, plans, "Plan activities over %d run(s); team-a's status: %s, error %q, inventory generation read %d",
 				runs, st.State, st.Error, st.InventoryGeneration)
 		}
-	}, 2*time.Minute, 250*time.Millisecond, "team-a's web planned against the new inventory")
+	}, harness.Patience(2*time.Minute), 250*time.Millisecond, "team-a's web planned against the new inventory")
 	st = s.WaitStatusOf(teamA, time.Minute, "Ready", harness.AllReady)
 	require.Equal(t, []string{"edge"}, targetedClusters(st), "team-b's new cluster is not team-a's")
 	require.Equal(t, "1", s.ConfigMapData("kube-a", "team-b-app", "app")["v"])
@@ -126,7 +126,7 @@ func TestWorkspacesKeepSameNamedGitReposApart(t *testing.T) {
 	require.Eventually(t, func() bool {
 		rels, err := s.ListReleasesOf("kube-a", teamA)
 		return err == nil && len(rels) == 0
-	}, 2*time.Minute, 250*time.Millisecond, "team-a's release leaves kube-a")
+	}, harness.Patience(2*time.Minute), 250*time.Millisecond, "team-a's release leaves kube-a")
 	require.Len(t, s.ReleasesOf("kube-a", teamB), 1, "team-b's release on kube-a stays")
 	require.Len(t, s.ReleasesOf("kube-b", teamB), 1, "team-b's release on kube-b stays")
 	require.Equal(t, "1", s.ConfigMapData("kube-a", "team-b-app", "app")["v"])

@@ -26,7 +26,7 @@ import (
 func (s *Stack) CreateObjects(backing string, stream []byte) {
 	s.t.Helper()
 	kube := s.Kube(backing)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), Patience(30*time.Second))
 	defer cancel()
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(stream)))
 	for {
@@ -58,7 +58,7 @@ func (s *Stack) CreateObjects(backing string, stream []byte) {
 
 // AgentStatus asks the AgentWorkflow of a fleet-default cluster of the stack's installation for its status.
 func (s *Stack) AgentStatus(cluster string) (api.AgentStatus, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), Patience(10*time.Second))
 	defer cancel()
 	var st api.AgentStatus
 	v, err := s.Client.QueryWorkflow(ctx, api.AgentWorkflowID(api.DefaultTaskQueue, "", cluster), "", api.QueryStatus)
@@ -89,7 +89,7 @@ func (s *Stack) WaitAgentStatus(cluster string, timeout time.Duration, what stri
 func (s *Stack) RestartTemporal() {
 	s.t.Helper()
 	require.NotNil(s.t, s.Temporal, "restarting Temporal takes a server of the stack's own: harness.Options.OwnTemporal")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), Patience(3*time.Minute))
 	defer cancel()
 	require.NoError(s.t, s.Temporal.Restart(ctx))
 }

@@ -31,7 +31,7 @@ func (s *Stack) AppliesAndReports(workflowID string) []AppliedReport {
 }
 
 func (s *Stack) appliesAndReports(workflowID string) ([]AppliedReport, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), Patience(30*time.Second))
 	defer cancel()
 	var out []AppliedReport
 	var current *AppliedReport

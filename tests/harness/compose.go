@@ -39,7 +39,7 @@ func RepoRoot() string {
 // `make test` sets it), which turns the skip into a failure.
 func RequireDocker(t *testing.T) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), Patience(30*time.Second))
 	defer cancel()
 	out, err := exec.CommandContext(ctx, "docker", "version", "--format", "{{.Server.Version}}").CombinedOutput()
 	if err == nil {
@@ -75,7 +75,7 @@ func DockerBridgeIP(t *testing.T) string {
 // and make tools) and Debian's PostgreSQL, without pulling.
 func BuildImages(t *testing.T) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), Patience(10*time.Minute))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(RepoRoot(), "hack", "images", "build.sh"))
 	cmd.Env = append(os.Environ(), "FLOTILLA_BIN="+BinDir())

@@ -33,7 +33,7 @@ func (s *Stack) StartController(backing string, extraArgs ...string) *proc.Proce
 			dumpLog(s.t, logFile)
 		}
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), Patience(3*time.Minute))
 	defer cancel()
 	// Ready once it runs and the API server serves every kind it installs: kubectl finds them by name.
 	died, err := c.AwaitReady(ctx, 3*time.Minute, 200*time.Millisecond, func(ctx context.Context) error {
@@ -60,7 +60,7 @@ type KubectlResult struct {
 // the test examines; the test fails only when kubectl could not run or did not end within a minute.
 func (s *Stack) Kubectl(backing string, args ...string) KubectlResult {
 	s.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), Patience(time.Minute))
 	defer cancel()
 	res, err := s.kubectl(ctx, backing, args...)
 	if res.ExitCode == 0 || err == nil {

@@ -121,7 +121,7 @@ func Start(t *testing.T, o Options) *Stack {
 	t.Helper()
 	RequireBinaries(t)
 	// Generous: on a 2-core machine shared with builds, starting API servers and Temporal can take minutes.
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), Patience(6*time.Minute))
 	defer cancel()
 	s := &Stack{t: t, Dir: t.TempDir(), pool: agentclient.NewPool(nil), workerArgs: o.WorkerArgs}
 	var err error
@@ -332,7 +332,7 @@ func RunCLI(t *testing.T, address string, args ...string) devenv.CLIResult {
 
 func runCLI(t *testing.T, cli devenv.CLI, args ...string) devenv.CLIResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), Patience(time.Minute))
 	defer cancel()
 	res, err := cli.Exec(ctx, args...)
 	require.NoError(t, err, "flotilla %s", strings.Join(args, " "))
@@ -445,10 +445,10 @@ func (s *Stack) StatusOf(key api.GitRepoKey) (api.GitRepoStatus, error) {
 	}
 }
 
-const statusPatience = 90 * time.Second
+var statusPatience = Patience(90 * time.Second)
 
 func (s *Stack) statusOnce(key api.GitRepoKey) (api.GitRepoStatus, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), Patience(15*time.Second))
 	defer cancel()
 	var st api.GitRepoStatus
 	v, err := s.Client.QueryWorkflow(ctx, key.WorkflowID(), "", api.QueryStatus)
@@ -478,6 +478,8 @@ func (s *Stack) WaitStatus(name string, timeout time.Duration, what string, cond
 // WaitStatusOf is WaitStatus for the GitRepo of any workspace.
 func (s *Stack) WaitStatusOf(key api.GitRepoKey, timeout time.Duration, what string, cond func(api.GitRepoStatus) bool) api.GitRepoStatus {
 	s.t.Helper()
+	stated := timeout
+	timeout = Patience(timeout)
 	deadline := time.Now().Add(timeout)
 	var last api.GitRepoStatus
 	var lastErr error
@@ -490,7 +492,7 @@ func (s *Stack) WaitStatusOf(key api.GitRepoKey, timeout time.Duration, what str
 		time.Sleep(250 * time.Millisecond)
 	}
 	b, _ := json.MarshalIndent(last, "", "  ")
-	s.t.Fatalf("gitrepo %s: %s not reached within %s (last error %v); last status:\n%s\n%s", key, what, timeout, lastErr, b,
+	s.t.Fatalf("gitrepo %s: %s not reached within %s (%s with patience; last error %v); last status:\n%s\n%s", key, what, stated, timeout, lastErr, b,
 		s.workflowTrouble(key.WorkflowID()))
 	return last
 }
@@ -598,7 +600,7 @@ func (s *Stack) Kube(backing string) *kubernetes.Clientset {
 // ConfigMapData reads a ConfigMap's data, or nil if it does not exist.
 func (s *Stack) ConfigMapData(backing, namespace, name string) map[string]string {
 	s.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), Patience(10*time.Second))
 	defer cancel()
 	cm, err := s.Kube(backing).CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
@@ -634,7 +636,7 @@ func (s *Stack) ListReleases(backing, gitRepo string) (map[string]agentclient.Re
 
 // listReleases lists the releases labelled with a GitRepo name on a backing cluster, of every workspace.
 func (s *Stack) listReleases(backing, gitRepo string) ([]agentclient.ReleaseState, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), Patience(10*time.Second))
 	defer cancel()
 	c, err := s.HelmClient(backing)
 	if err != nil {
@@ -694,7 +696,7 @@ func (s *Stack) History(backing, namespace, name string) []agentclient.ReleaseSt
 
 // ReleaseHistory is History returning its error.
 func (s *Stack) ReleaseHistory(backing, namespace, name string) ([]agentclient.ReleaseState, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), Patience(10*time.Second))
 	defer cancel()
 	c, err := s.HelmClient(backing)
 	if err != nil {
@@ -717,7 +719,7 @@ func (s *Stack) ActivityCount(workflowID, activityType string) int {
 
 // CountActivities is ActivityCount returning its error.
 func (s *Stack) CountActivities(workflowID, activityType string) (int, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), Patience(30*time.Second))
 	defer cancel()
 	n, _, err := s.countActivitiesInRun(ctx, workflowID, "", activityType)
 	return n, err
@@ -726,7 +728,7 @@ func (s *Stack) CountActivities(workflowID, activityType string) (int, error) {
 // CountActivitiesInAllRuns counts how many times a workflow scheduled an activity type over its current
 // run and every run it continued as new from, following each run's link to the one before.
 func (s *Stack) CountActivitiesInAllRuns(workflowID, activityType string) (n, runs int, err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), Patience(30*time.Second))
 	defer cancel()
 	for runID := ""; ; runs++ {
 		inRun, previous, err := s.countActivitiesInRun(ctx, workflowID, runID, activityType)
@@ -795,7 +797,7 @@ func (s *Stack) LargestPayload() int {
 // eachEvent calls fn with every event of every run of every workflow, a run's in order, until fn says
 // to stop with that run.
 func (s *Stack) eachEvent(fn func(id, run string, ev *historypb.HistoryEvent) (bool, error)) error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), Patience(time.Minute))
 	defer cancel()
 	var token []byte
 	for {
@@ -828,7 +830,7 @@ func (s *Stack) eachEvent(fn func(id, run string, ev *historypb.HistoryEvent) (b
 
 // CountWorkflows counts workflows matching a visibility query, as the Web UI's list does.
 func (s *Stack) CountWorkflows(query string) int64 {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), Patience(10*time.Second))
 	defer cancel()
 	resp, err := s.Client.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Query: query})
 	if err != nil {
@@ -841,7 +843,7 @@ func (s *Stack) CountWorkflows(query string) int64 {
 // MarkerNames lists the markers in a workflow's current run, in order ("LocalActivity", "Version", …).
 func (s *Stack) MarkerNames(workflowID string) []string {
 	s.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), Patience(10*time.Second))
 	defer cancel()
 	var names []string
 	it := s.Client.GetWorkflowHistory(ctx, workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
@@ -858,7 +860,7 @@ func (s *Stack) MarkerNames(workflowID string) []string {
 // StartGitRepo starts a GitRepo workflow directly, as `temporal workflow start` would, with Flotilla's options.
 func (s *Stack) StartGitRepo(in api.GitRepoInput) {
 	s.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), Patience(10*time.Second))
 	defer cancel()
 	_, err := s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: api.GitRepoWorkflowID(in.Metadata.Name), TaskQueue: api.DefaultTaskQueue, WorkflowTaskTimeout: api.GitRepoTaskTimeout,
@@ -884,7 +886,7 @@ func (s *Stack) RecordHistories(names map[string]string) {
 
 // ClusterStatus queries one cluster workflow directly (its live status, timestamps included).
 func (s *Stack) ClusterStatus(gitRepo, cluster string) (api.ClusterStatus, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), Patience(10*time.Second))
 	defer cancel()
 	var st api.ClusterStatus
 	v, err := s.Client.QueryWorkflow(ctx, api.ClusterWorkflowID(gitRepo, cluster), "", api.QueryStatus)
@@ -903,7 +905,7 @@ func (s *Stack) WaitChecks(gitRepo, cluster string, n int) {
 		first, err := s.ClusterStatus(gitRepo, cluster)
 		last = first.LastChecked
 		return err == nil
-	}, time.Minute, 100*time.Millisecond, "cluster %s answers queries", cluster)
+	}, Patience(time.Minute), 100*time.Millisecond, "cluster %s answers queries", cluster)
 	seen := 0
 	require.Eventually(s.t, func() bool {
 		st, err := s.ClusterStatus(gitRepo, cluster)
@@ -912,5 +914,5 @@ func (s *Stack) WaitChecks(gitRepo, cluster string, n int) {
 			seen++
 		}
 		return seen >= n
-	}, time.Minute, 100*time.Millisecond, "cluster %s: %d checks", cluster, n)
+	}, Patience(time.Minute), 100*time.Millisecond, "cluster %s: %d checks", cluster, n)
 }

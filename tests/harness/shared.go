@@ -129,7 +129,7 @@ func (sh *sharedServer) stop() {
 // workers are gone: schedules, which the server would go on firing, and open workflows, whose timers
 // would go on queueing tasks nobody takes. Best effort: a scenario that ended is not failed by it.
 func (s *Stack) closeNamespace() {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), Patience(30*time.Second))
 	defer cancel()
 	schedules, err := s.Client.ScheduleClient().List(ctx, client.ScheduleListOptions{})
 	for err == nil && schedules.HasNext() {
