@@ -9,7 +9,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cache=${FLOTILLA_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/flotilla/tools}
 mkdir -p "$cache" "$root/bin"
 
-TEMPORAL_VERSION=v1.5.1
+TEMPORAL_VERSION=v1.5.1 # keep in step with hack/tools/temporal-cli/go.mod
+TEMPORAL_CLI_SQLITE_VERSION=v1.51.0 # keep in step with hack/tools/temporal-cli/go.mod
 K8S_VERSION=v1.34.4
 ETCD_VERSION=v3.6.5
 KWOK_VERSION=v0.7.0
@@ -26,10 +27,14 @@ link() { # link <name> <cached-path>
 }
 
 build_temporal() {
-  local d="$cache/temporal-$TEMPORAL_VERSION"
+  # Built from hack/tools/temporal-cli, which pins a SQLite driver newer than the CLI's own (see its tools.go).
+  local d="$cache/temporal-$TEMPORAL_VERSION-sqlite-$TEMPORAL_CLI_SQLITE_VERSION"
   if [ ! -x "$d/temporal" ]; then
-    echo "building temporal $TEMPORAL_VERSION" >&2
-    mkdir -p "$d.tmp" && GOBIN="$d.tmp" go install -trimpath -ldflags "$ldflags" "github.com/temporalio/cli/cmd/temporal@$TEMPORAL_VERSION"
+    echo "building temporal $TEMPORAL_VERSION with modernc.org/sqlite $TEMPORAL_CLI_SQLITE_VERSION" >&2
+    mkdir -p "$d.tmp"
+    (cd "$root/hack/tools/temporal-cli" &&
+      go build -trimpath -ldflags "$ldflags -X github.com/temporalio/cli/temporalcli.Version=${TEMPORAL_VERSION#v}" \
+        -o "$d.tmp/temporal" github.com/temporalio/cli/cmd/temporal)
     rm -rf "$d" && mv "$d.tmp" "$d"
   fi
   link temporal "$d/temporal"
