@@ -1,11 +1,15 @@
 package fleet
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 
+	yaml12 "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/yaml"
 )
 
@@ -84,6 +88,47 @@ func HelmOpDocument(fy *FleetYAML) (data []byte, commit string, err error) {
 	if data, err = yaml.Marshal(fy); err != nil {
 		return nil, "", fmt.Errorf("helmop: %w", err)
 	}
+	if data, err = readsAsWritten(fy, data); err != nil {
+		return nil, "", fmt.Errorf("helmop: %w", err)
+	}
 	sum := sha256.Sum256(data)
 	return data, hex.EncodeToString(sum[:])[:40], nil
+}
+
+// readsAsWritten returns data unless fleet.yaml's reader, which reads YAML 1.2 (go.yaml.in/yaml/v3), would
+// read one of its plain scalars as something else: sigs.k8s.io/yaml writes by YAML 1.1's rules and leaves a
+// string such as "0o+0" unquoted, which YAML 1.2 reads as the number 0. Such a document is written again
+// by the reader's own library, which quotes what it would not read back as written. A document that
+// already reads back keeps its bytes, and so its digest: a running HelmOp is not given a new commit.
+func readsAsWritten(fy *FleetYAML, data []byte) ([]byte, error) {
+	want, err := viaJSON(fy)
+	if err != nil {
+		return nil, err
+	}
+	var read any
+	if yaml12.Unmarshal(data, &read) == nil {
+		if got, err := viaJSON(read); err == nil && reflect.DeepEqual(got, want) {
+			return data, nil
+		}
+	}
+	var buf bytes.Buffer
+	enc := yaml12.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(want); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// viaJSON is v as fleet.yaml's reader hands it on: through JSON, numbers as float64.
+func viaJSON(v any) (any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	return out, json.Unmarshal(b, &out)
 }
