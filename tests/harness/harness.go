@@ -81,6 +81,7 @@ type Stack struct {
 	Worker   *proc.Process
 	Client   client.Client
 	pool     *agentclient.Pool
+	own      ownKubeconfigs
 	// workerArgs are appended to every worker start (Options.WorkerArgs).
 	workerArgs []string
 	// cliArgs come before every CLI command's own (--codec-key-file with Options.CodecKeyFile).
@@ -522,7 +523,11 @@ func (s *Stack) Helm(backing string) *agentclient.Client {
 
 // HelmClient is Helm for a condition of Eventually: it returns its error instead of failing the test.
 func (s *Stack) HelmClient(backing string) (*agentclient.Client, error) {
-	return s.pool.Get(agentclient.Config{KubeconfigPath: s.K8s.Kubeconfig(backing)})
+	path, err := s.own.path(s.Dir, backing, s.K8s.Kubeconfig(backing))
+	if err != nil {
+		return nil, err
+	}
+	return s.pool.Get(agentclient.Config{KubeconfigPath: path})
 }
 
 // Repo is a git repository fixture served over file://.
@@ -590,7 +595,9 @@ spec:
 // Kube returns a client-go clientset for a backing cluster.
 func (s *Stack) Kube(backing string) *kubernetes.Clientset {
 	s.t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", s.K8s.Kubeconfig(backing))
+	path, err := s.own.path(s.Dir, backing, s.K8s.Kubeconfig(backing))
+	require.NoError(s.t, err)
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	require.NoError(s.t, err)
 	cs, err := kubernetes.NewForConfig(cfg)
 	require.NoError(s.t, err)
