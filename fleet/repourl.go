@@ -64,6 +64,9 @@ func checkURLForm(repo string) error {
 		return nil
 	case "http", "https":
 		return &RepoURLError{Part: "a user part in an HTTP(S) URL (where tokens go)"}
+	case "":
+		// git's scheme holds a slash ("//u@h://..."): no scheme at all to name, and none git can use.
+		return errNotAURL
 	}
 	return &RepoURLError{Part: "a user part in a " + u.Scheme + ":// URL (only SSH takes one)"}
 }

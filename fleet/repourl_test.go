@@ -27,6 +27,7 @@ func TestARepoURLCarryingCredentialsIsRefusedByThePartNeverByTheURL(t *testing.T
 		{"file://SECRET@/srv/git/repo", "a user part in a file:// URL", "SECRET"},
 		{"https://user:SE%zzCRET@git.example.com/org/repo.git", "not a URL git can use", "CRET"},
 		{"https://user:SE/CRET@git.example.com/org/repo.git", "not a URL git can use", "CRET"},
+		{"//SECRET@git.example.com://org/repo.git", "not a URL git can use", "SECRET"},
 	} {
 		err := CheckRepoURL(tc.repo)
 		require.Error(t, err, tc.repo)
