@@ -56,7 +56,7 @@ type soak struct {
 	other    *proc.Process
 	agents   map[string]*proc.Process
 	// pids are every process the soak's fleet ran, checked gone when the test has ended.
-	pids map[int]string
+	pids map[int]fleetProcess
 	tmp  string
 
 	// versions is the manifest bundles' current desired state; given counts the desired states each
@@ -71,7 +71,7 @@ type soak struct {
 
 func newSoak(t *testing.T, cfg config) *soak {
 	k := &soak{t: t, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5eed)), agents: map[string]*proc.Process{},
-		pids: map[int]string{}, versions: map[string]int{}, given: map[string]int{}}
+		pids: map[int]fleetProcess{}, versions: map[string]int{}, given: map[string]int{}}
 	k.res = result{Seed: cfg.Seed, KillsByKind: map[string]int{}}
 	// Every process of the fleet writes its temporary files here, so that what one leaves behind is seen:
 	// registered first, the check runs after every other cleanup has stopped them.
@@ -201,8 +201,17 @@ func (k *soak) between(lo, hi time.Duration) time.Duration {
 	return lo + time.Duration(k.rng.Int64N(int64(hi-lo)+1))
 }
 
+// fleetProcess is a process the soak's fleet ran: a PID names it only with its start time.
+type fleetProcess struct {
+	what, start string
+}
+
 func (k *soak) recordPIDs() {
-	add := func(pid int, what string) { k.pids[pid] = what }
+	add := func(pid int, what string) {
+		if start := startOf(pid); start != "" {
+			k.pids[pid] = fleetProcess{what: what, start: start}
+		}
+	}
 	add(k.s.Temporal.PID(), "temporal")
 	if k.s.Worker != nil {
 		add(k.s.Worker.PID(), "worker")

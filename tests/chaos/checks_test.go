@@ -181,9 +181,9 @@ func (k *soak) checkNothingLeftInCaches() {
 // the temporary folder the processes were given.
 func (k *soak) checkNothingLeftBehind(procTmp string) {
 	var left []string
-	for pid, what := range k.pids {
-		if running(pid) {
-			left = append(left, fmt.Sprintf("%s (pid %d) still runs", what, pid))
+	for pid, p := range k.pids {
+		if running(pid, p.start) {
+			left = append(left, fmt.Sprintf("%s (pid %d) still runs", p.what, pid))
 		}
 	}
 	entries, err := os.ReadDir(procTmp)

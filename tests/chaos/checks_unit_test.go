@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -25,4 +26,15 @@ func TestHistoryFailureCatchesEachWayARetryShows(t *testing.T) {
 		historyFailure([]agentclient.ReleaseState{rev(1, "superseded", "a"), rev(2, "failed", "b")}, 2))
 	require.Equal(t, "3 revisions for 2 desired states given",
 		historyFailure([]agentclient.ReleaseState{rev(2, "superseded", "a"), rev(3, "deployed", "b")}, 2))
+}
+
+// A PID names a process of the fleet only with its start time: one reused by another process after a
+// long soak is not "left behind".
+func TestAProcessIsLeftBehindOnlyIfItIsTheOneRecorded(t *testing.T) {
+	self := os.Getpid()
+	start := startOf(self)
+	require.NotEmpty(t, start)
+	require.True(t, running(self, start))
+	require.False(t, running(self, start+"0"), "the same PID with another start time is another process")
+	require.Empty(t, startOf(1<<30), "no such process")
 }

@@ -233,14 +233,34 @@ func pidsIn(dir string) []int {
 	return pids
 }
 
-// running reports whether pid is a live process (not a zombie).
-func running(pid int) bool {
+// running reports whether pid is a live process (not a zombie) that started at start (startOf): over a
+// long soak PIDs wrap, and a PID recorded early may be another process's by the end.
+func running(pid int, start string) bool {
+	state, started := procStat(pid)
+	return state != "" && state != "Z" && started == start
+}
+
+// startOf is when pid started, in clock ticks since boot ("" if it is gone).
+func startOf(pid int) string {
+	_, started := procStat(pid)
+	return started
+}
+
+// procStat reads a process's state and start time from /proc/<pid>/stat: "pid (comm) S ..." where the
+// fields after the last ')' begin with the state (field 3) and hold the start time at field 22.
+func procStat(pid int) (state, started string) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return false
+		return "", ""
 	}
-	// "pid (comm) S ...": the state follows the last ')'.
 	s := string(data)
 	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z'
+	if i < 0 {
+		return "", ""
+	}
+	fields := strings.Fields(s[i+1:])
+	if len(fields) < 20 {
+		return "", ""
+	}
+	return fields[0], fields[19]
 }
