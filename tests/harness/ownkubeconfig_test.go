@@ -39,7 +39,8 @@ current-context: c
 	write("https://127.0.0.1:6443")
 
 	var own ownKubeconfigs
-	path, err := own.path(t.TempDir(), "k1", kubeconfig)
+	stackDir := t.TempDir()
+	path, err := own.path(stackDir, "k1", kubeconfig)
 	require.NoError(t, err)
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	require.NoError(t, err)
@@ -51,7 +52,7 @@ current-context: c
 	require.Equal(t, "ca", string(cfg.CAData))
 
 	write("https://127.0.0.1:7443")
-	again, err := own.path(filepath.Dir(filepath.Dir(path)), "k1", kubeconfig)
+	again, err := own.path(stackDir, "k1", kubeconfig)
 	require.NoError(t, err)
 	require.Equal(t, path, again)
 	cfg, err = clientcmd.BuildConfigFromFlags("", again)
